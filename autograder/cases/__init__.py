@@ -1,0 +1,23 @@
+"""Check functions, registered by id (`component.name`) for grading.yaml to cite.
+
+A check receives a `Trial` and the case's `params`; it returns normally when
+the student's answer is right and raises `CaseFailed` with feedback when not.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+CHECKS: dict[str, Callable] = {}
+
+
+def check(check_id: str):
+    def register(fn: Callable) -> Callable:
+        if check_id in CHECKS:
+            raise ValueError(f"check {check_id!r} is registered twice")
+        CHECKS[check_id] = fn
+        return fn
+
+    return register
+
+
+from . import backprop, ngram  # noqa: E402,F401  (registers the checks)

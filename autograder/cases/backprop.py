@@ -1,0 +1,1 @@
+"""Cases for component `backprop` (backprop.py)."""

@@ -1,0 +1,134 @@
+"""`autograder grade`, `autograder check` and `autograder release`."""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+
+from .collect import RubricError, load_rubric
+from .release.starter import StarterError, stale_starter, write_starter
+from .report import failure_json, print_table, results_json, write_results
+from .run import grade
+from .submission import SubmissionError, open_submission
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+USAGE_ERROR = 2
+
+
+def default_config() -> Path:
+    here = Path("grading.yaml")
+    return here if here.is_file() else PROJECT_ROOT / "grading.yaml"
+
+
+def read_secret(path: Path | None) -> str:
+    """Hidden inputs come from this secret; without one each run draws a fresh one."""
+    if path is not None:
+        return path.read_text().strip()
+    return os.environ.get("AUTOGRADER_SECRET") or secrets.token_hex(16)
+
+
+def cmd_grade(args, console: Console) -> int:
+    results = Path(args.results) if args.results else None
+    try:
+        rubric = load_rubric(Path(args.config))
+        with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
+            submission = open_submission(Path(args.path), Path(scratch) / "submission")
+            run = grade(rubric, submission, secret=read_secret(args.secret_file), component_ids=args.component,
+                        visible_only=args.visible_only)
+    except (RubricError, SubmissionError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        if results:
+            write_results(results, failure_json(str(exc)))
+        return USAGE_ERROR
+    except BaseException as exc:  # fail closed: no points, and say so
+        traceback.print_exc()
+        if results:
+            write_results(results, failure_json(f"internal error ({type(exc).__name__}); course staff have been told"))
+        raise
+    print_table(run, console)
+    for note in submission.notes:
+        console.print(f"note: {note}", highlight=False)
+    if results:
+        write_results(results, results_json(run, submission.notes))
+        console.print(f"results written to {results}", highlight=False)
+    return 0
+
+
+def cmd_check(args, console: Console) -> int:
+    try:
+        rubric = load_rubric(Path(args.config))
+        components = [args.component] if args.component else None
+        if components:
+            rubric.component(args.component)
+        with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
+            submission = open_submission(Path(args.dir), Path(scratch) / "submission")
+            run = grade(rubric, submission, secret="local", component_ids=components, visible_only=True)
+    except (RubricError, SubmissionError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        return USAGE_ERROR
+    print_table(run, console)
+    console.print(
+        f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases are hidden: "
+        "they run only when your submission is graded, so passing here does not mean full marks.",
+        highlight=False,
+    )
+    return 0
+
+
+def cmd_release(args, console: Console) -> int:
+    try:
+        rubric = load_rubric(Path(args.config))
+        starter_dir = rubric.path.parent / "starter"
+        if args.check:
+            stale = stale_starter(rubric.solutions_dir, starter_dir)
+            if stale:
+                console.print(f"starter/ is out of date with solutions/: {', '.join(stale)}; run `autograder release`", highlight=False)
+                return 1
+            console.print("starter/ is up to date with solutions/")
+            return 0
+        written = write_starter(rubric.solutions_dir, starter_dir)
+    except (RubricError, StarterError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        return USAGE_ERROR
+    console.print(f"wrote {', '.join(written)} to {starter_dir}", highlight=False)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="autograder", description="Grade language-model assignments against hidden references.")
+    parser.add_argument("--config", default=None, help="the rubric (default: ./grading.yaml, else the project's)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade a submission: a folder, a .zip or a single .py file")
+    g.add_argument("path")
+    g.add_argument("--results", help="write Gradescope's results.json here")
+    g.add_argument("--component", action="append", help="grade only this component (repeatable)")
+    g.add_argument("--visible-only", action="store_true", help="run only the visible cases")
+    g.add_argument("--secret-file", type=Path, help="file holding the secret that draws hidden inputs (default: $AUTOGRADER_SECRET)")
+    g.set_defaults(func=cmd_grade)
+
+    c = sub.add_parser("check", help="run the visible cases on your files, exactly as the grader does")
+    c.add_argument("component", nargs="?", help="one component id, e.g. ngram (default: all)")
+    c.add_argument("--dir", default=".", help="folder holding your files (default: here)")
+    c.set_defaults(func=cmd_check)
+
+    r = sub.add_parser("release", help="generate starter/ from solutions/")
+    r.add_argument("--check", action="store_true", help="fail when starter/ is out of date instead of writing it")
+    r.set_defaults(func=cmd_release)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.config = args.config or default_config()
+    return args.func(args, Console(highlight=False))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""Collecting: read grading.yaml, validate it, and list the cases to run.
+
+The schema refuses unknown keys and wrong types with a message naming the key
+path and what was expected; cross-references (check ids, component files,
+parts, check parameters) are validated the same way, so a typo in the rubric
+fails before anything is graded.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .cases import CHECKS
+
+# The student API fixes which file holds which component.
+COMPONENT_FILES = {
+    "ngram": "ngram.py",
+    "backprop": "backprop.py",
+    "rnn": "rnn.py",
+    "lstm": "lstm.py",
+    "attention": "attention.py",
+    "causal_mask": "attention.py",
+    "transformer": "transformer.py",
+}
+Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+Positive = Annotated[float, Field(gt=0)]
+
+
+class RubricError(Exception):
+    """grading.yaml cannot be used; the message says where and why."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Defaults(Strict):
+    timeout: Positive = 10.0
+    rtol: Annotated[float, Field(ge=0)] = 1e-5
+    atol: Annotated[float, Field(ge=0)] = 1e-8
+    visibility: Visibility = "visible"
+    memory_mb: Annotated[int, Field(ge=256)] = 4096
+
+
+class CaseSpec(Strict):
+    name: Annotated[str, Field(min_length=1)]
+    check: str
+    points: Annotated[float, Field(ge=0)]
+    params: dict[str, Any] = {}
+    visibility: Visibility | None = None
+    timeout: Positive | None = None
+    rtol: Annotated[float, Field(ge=0)] | None = None
+    atol: Annotated[float, Field(ge=0)] | None = None
+
+
+class ComponentSpec(Strict):
+    file: str
+    title: str
+    forbidden: list[ModuleName] = []
+    cases: Annotated[list[CaseSpec], Field(min_length=1)]
+
+
+class PartSpec(Strict):
+    name: str
+    components: Annotated[list[str], Field(min_length=1)]
+
+
+class RubricSpec(Strict):
+    course: str
+    solutions: str = "solutions"
+    defaults: Defaults = Defaults()
+    parts: Annotated[list[PartSpec], Field(min_length=1)]
+    components: dict[str, ComponentSpec]
+
+    @model_validator(mode="after")
+    def cross_references(self) -> RubricSpec:
+        problems = []
+        for cid, comp in self.components.items():
+            where = f"components.{cid}"
+            if cid not in COMPONENT_FILES:
+                problems.append(f"{where}: unknown component; expected one of {', '.join(COMPONENT_FILES)}")
+                continue
+            if comp.file != COMPONENT_FILES[cid]:
+                problems.append(f"{where}.file: expected {COMPONENT_FILES[cid]!r} (fixed by the student API), got {comp.file!r}")
+            names = [c.name for c in comp.cases]
+            for i, case in enumerate(comp.cases):
+                problems += _case_problems(f"{where}.cases.{i}", cid, case)
+                if names.count(case.name) > 1:
+                    problems.append(f"{where}.cases.{i}.name: {case.name!r} is used twice in this component")
+        seen = []
+        for i, part in enumerate(self.parts):
+            for cid in part.components:
+                if cid not in self.components:
+                    problems.append(f"parts.{i}.components: {cid!r} is not a component of this rubric")
+                elif cid in seen:
+                    problems.append(f"parts.{i}.components: {cid!r} is already in an earlier part")
+                seen.append(cid)
+        missing = [cid for cid in self.components if cid not in seen]
+        if missing:
+            problems.append(f"parts: components {', '.join(missing)} belong to no part")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+
+def _case_problems(where: str, component: str, case: CaseSpec) -> list[str]:
+    fn = CHECKS.get(case.check)
+    if fn is None:
+        known = ", ".join(sorted(c for c in CHECKS if c.startswith(component + ".")))
+        return [f"{where}.check: unknown check {case.check!r}; known for {component}: {known or 'none'}"]
+    if not case.check.startswith(component + "."):
+        return [f"{where}.check: {case.check!r} belongs to another component than {component!r}"]
+    try:
+        inspect.signature(fn).bind(None, **case.params)
+    except TypeError as exc:
+        return [f"{where}.params: {exc} (check {case.check} takes {_params_of(fn)})"]
+    return []
+
+
+def _params_of(fn) -> str:
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    return ", ".join(p.name for p in params) or "no parameters"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One graded case, with every default resolved."""
+
+    component: str
+    number: str
+    name: str
+    check: str
+    points: float
+    params: dict
+    visibility: str
+    timeout: float
+    rtol: float
+    atol: float
+
+    @property
+    def visible(self) -> bool:
+        return self.visibility == "visible"
+
+
+@dataclass(frozen=True)
+class Component:
+    id: str
+    file: str
+    title: str
+    part: str
+    forbidden: list[str]
+    cases: list[Case]
+
+
+@dataclass(frozen=True)
+class Rubric:
+    course: str
+    path: Path
+    solutions_dir: Path
+    memory_mb: int
+    components: list[Component]
+
+    def component(self, cid: str) -> Component:
+        for comp in self.components:
+            if comp.id == cid:
+                return comp
+        raise RubricError(f"no component {cid!r} in {self.path.name}; expected one of {', '.join(c.id for c in self.components)}")
+
+
+def load_rubric(path: Path) -> Rubric:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise RubricError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise RubricError(f"{path.name} is not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise RubricError(f"{path.name}: expected a mapping at the top level, got {type(raw).__name__}")
+    try:
+        spec = RubricSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise RubricError(f"{path.name} is invalid:\n" + "\n".join(_describe(e) for e in exc.errors())) from None
+    return _resolve(spec, path)
+
+
+def _describe(error: dict) -> str:
+    where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    msg = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "value_error" and not error["loc"]:
+        return "\n".join(f"  - {line}" for line in msg.splitlines())
+    got = error.get("input")
+    shown = "" if error["type"] == "missing" or isinstance(got, (dict, list)) else f" (got {got!r})"
+    return f"  - {where}: {msg}{shown}"
+
+
+def _resolve(spec: RubricSpec, path: Path) -> Rubric:
+    d = spec.defaults
+    part_of = {cid: part.name for part in spec.parts for cid in part.components}
+    order = [cid for part in spec.parts for cid in part.components]
+    components = []
+    for ci, cid in enumerate(order, start=1):
+        comp = spec.components[cid]
+        cases = [
+            Case(
+                component=cid,
+                number=f"{ci}.{i}",
+                name=c.name,
+                check=c.check,
+                points=c.points,
+                params=dict(c.params),
+                visibility=c.visibility or d.visibility,
+                timeout=c.timeout or d.timeout,
+                rtol=d.rtol if c.rtol is None else c.rtol,
+                atol=d.atol if c.atol is None else c.atol,
+            )
+            for i, c in enumerate(comp.cases, start=1)
+        ]
+        components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden), cases))
+    solutions = (path.parent / spec.solutions).resolve()
+    return Rubric(spec.course, path, solutions, d.memory_mb, components)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

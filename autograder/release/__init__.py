@@ -1,0 +1,1 @@
+"""Tools that turn the reference solutions into student-facing releases."""

@@ -1,0 +1,89 @@
+"""Reporting: Gradescope's results.json and the terminal table.
+
+results.json follows Gradescope's specification as gradescope-utils writes it
+(tests[] with name, number, score, max_score, status, visibility, tags,
+output, output_format), plus a top-level score and max_score. It is written
+atomically, and a run that could not grade still writes one with no points.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .run import GradeRun
+
+
+def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
+    tests = [
+        {
+            "name": f"[{r.case.component}] {r.case.name}",
+            "number": r.case.number,
+            "score": r.score,
+            "max_score": r.case.points,
+            "status": "passed" if r.passed else "failed",
+            "visibility": r.case.visibility,
+            "tags": [r.case.component],
+            "output": r.output,
+            "output_format": "text",
+            "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3)},
+        }
+        for r in run.results
+    ]
+    shown = sum(1 for r in run.results if r.case.visible)
+    summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
+    return {
+        "score": sum(r.score for r in run.results),
+        "max_score": sum(r.case.points for r in run.results),
+        "output": "\n".join(summary + list(notes)),
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "execution_time": round(run.seconds, 3),
+        "extra_data": {"tier": run.tier},
+        "tests": tests,
+    }
+
+
+def failure_json(message: str) -> dict:
+    """The results of a run that could not grade: no points, and the reason."""
+    return {
+        "score": 0.0,
+        "output": f"The autograder could not grade this submission: {message}",
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+
+
+def write_results(path: Path, results: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(results, f, indent=2)
+    os.replace(tmp, path)
+
+
+def print_table(run: GradeRun, console: Console) -> None:
+    table = Table(title="Grading results", show_lines=False)
+    for column in ("#", "component", "case", "score", "result"):
+        table.add_column(column, justify="right" if column in ("#", "score") else "left")
+    for r in run.results:
+        mark = "[green]pass[/]" if r.passed else "[red]FAIL[/]"
+        label = r.case.name + ("" if r.case.visible else f" [dim]({r.case.visibility})[/]")
+        table.add_row(r.case.number, r.case.component, label, f"{r.score:g}/{r.case.points:g}", mark)
+    console.print(table)
+    for r in run.results:
+        if not r.passed:
+            console.print(f"[bold]{r.case.number} [{r.case.component}] {r.case.name}[/]", highlight=False)
+            console.print(f"  {r.output}", markup=False, highlight=False)
+    for component in dict.fromkeys(r.case.component for r in run.results):
+        rs = [r for r in run.results if r.case.component == component]
+        console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.case.points for r in rs):g}", highlight=False)
+    total, most = sum(r.score for r in run.results), sum(r.case.points for r in run.results)
+    console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.tier})", highlight=False)

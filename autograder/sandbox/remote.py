@@ -1,0 +1,133 @@
+"""What check functions hold instead of student objects.
+
+`student.ngram.NGramLM(2).fit(corpus).prob("corn", ["cows", "eat"])` reads
+like local code, but every call is a request to the worker: arguments go over
+as plain data, plain results come back rebuilt by the parent, and anything
+else stays in the worker behind a `Remote` handle.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from . import wire
+from .process import BadReply, Limits, StudentRaised, Worker, WorkerFailure
+
+
+class ForbiddenUsed(Exception):
+    """The submission used something its component forbids."""
+
+
+class Remote:
+    """A student object (or a path to one) living in the worker."""
+
+    __slots__ = ("_student", "_expr")
+
+    def __init__(self, student: Student, expr: wire.Expr):
+        self._student, self._expr = student, expr
+
+    def __getattr__(self, name: str) -> Remote:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Remote(self._student, wire.Expr(self._expr.base, self._expr.attrs + (name,)))
+
+    def __call__(self, *args, **kwargs):
+        return self._student.call(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<remote {self._expr.describe()}>"
+
+
+class Student:
+    """The submission, reached through a worker that is replaced when it fails."""
+
+    def __init__(self, submission_dir: Path, forbidden_modules: list[str], limits: Limits):
+        self.submission_dir, self.forbidden_modules, self.limits = submission_dir, forbidden_modules, limits
+        self.worker: Worker | None = None
+        self.deadline: float | None = None  # set per case by the runner
+
+    def __getattr__(self, module: str) -> Remote:
+        if module.startswith("_"):
+            raise AttributeError(module)
+        return Remote(self, wire.Expr(module))
+
+    # ---- requests ----------------------------------------------------------
+
+    def call(self, fn: Remote, *args, keep: bool = False, **kwargs):
+        """Call a student function; `keep=True` leaves the result in the worker."""
+        return self._request("call", [fn._expr, list(args), kwargs], keep)
+
+    def value(self, obj: Remote):
+        """Fetch a student attribute or kept object as plain data."""
+        return self._request("get", [obj._expr], False)
+
+    def put(self, value) -> Remote:
+        """Place a value in the worker, to see later whether student code changed it."""
+        return self._request("put", [value], True)
+
+    def numpy_rng(self, seed: int) -> wire.Make:
+        return wire.Make("numpy_rng", seed)
+
+    def torch_generator(self, seed: int) -> wire.Make:
+        return wire.Make("torch_generator", seed)
+
+    # ---- worker lifecycle ----------------------------------------------------
+
+    def start(self) -> None:
+        if self.worker is None:
+            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.limits)
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    def output(self) -> str:
+        return self.worker.output.text() if self.worker else ""
+
+    def _request(self, op: str, args: list, keep: bool):
+        self.start()
+        blobs: list[bytes] = []
+        header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep}
+        deadline = self.deadline if self.deadline is not None else time.monotonic() + 60
+        try:
+            reply, reply_blobs = self.worker.exchange(header, blobs, deadline)
+            result = self._unpack(reply, reply_blobs)
+        except WorkerFailure:
+            self.stop()
+            raise
+        if isinstance(result, wire.Handle):
+            return Remote(self, wire.Expr(result))
+        return result
+
+    def _unpack(self, reply: dict, blobs: list[bytes]):
+        violations = reply.get("violations")
+        if type(violations) is not list or not all(type(v) is str for v in violations):
+            raise BadReply("the worker sent a malformed reply (no violation list)")
+        if violations:
+            raise ForbiddenUsed("; ".join(v[:300] for v in violations[:5]))
+        if "error" in reply:
+            error = reply["error"]
+            try:
+                raise StudentRaised(str(error["type"])[:100], str(error["message"])[:2000], [str(f)[:300] for f in error["frames"]][:8])
+            except (TypeError, KeyError):
+                raise BadReply("the worker sent a malformed error") from None
+        if "value" not in reply:
+            raise BadReply("the worker sent a reply without a value")
+        try:
+            return wire.decode(reply["value"], blobs)
+        except (wire.WireError, RecursionError, ValueError, TypeError) as exc:
+            raise BadReply(f"the worker sent a malformed value ({exc})") from None
+
+
+def _exprs(value):
+    """Swap Remote objects for the expressions the worker resolves."""
+    if isinstance(value, Remote):
+        return value._expr
+    if isinstance(value, list):
+        return [_exprs(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_exprs(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _exprs(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,44 @@
+"""What a check function receives: one case's inputs, reference and student."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from . import judge
+from .collect import Case
+from .reference import Reference
+from .sandbox.remote import Student
+
+
+def case_seed(case: Case, secret: str) -> int:
+    """Visible cases use public inputs, so students reproduce them locally; the rest use the secret."""
+    key = "public" if case.visible else secret
+    digest = hashlib.sha256(f"{key}/{case.component}/{case.name}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+class Trial:
+    def __init__(self, case: Case, student: Student, reference: Reference, secret: str):
+        self.case, self.student, self._reference = case, student, reference
+        self.seed = case_seed(case, secret)
+        self.rng = np.random.default_rng(self.seed)
+        self.visible = case.visible
+
+    def expect(self, compute):
+        """Run `compute(ref)` on the reference modules: every expected value comes from here."""
+        return compute(self._reference)
+
+    def close(self, got, want, what: str, hints: judge.Hints | None = None) -> None:
+        """Floats: numbers, arrays or tensors, within the case's tolerances."""
+        tol = {"rtol": self.case.rtol, "atol": self.case.atol, "visible": self.visible, "hints": hints}
+        if isinstance(want, (float, int)):
+            judge.expect_number(got, want, what, **tol)
+        else:
+            judge.expect_array(got, want, what, **tol)
+
+    def equal(self, got, want, what: str, hints: judge.Hints | None = None) -> None:
+        judge.expect_equal(got, want, what, visible=self.visible, hints=hints)
+
+    def fail(self, message: str) -> None:
+        raise judge.CaseFailed(message)

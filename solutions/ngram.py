@@ -1,0 +1,164 @@
+"""Component `ngram`: a count-based n-gram language model.
+
+A sentence is a list of word strings. Before counting, every sentence is padded
+with n - 1 BOS tokens in front and one EOS token at the end. BOS is only ever
+history, never predicted; EOS is predicted like any other word.
+
+Plain Python; numpy is used only for the random generator passed to `sample`.
+Never modify the arguments you are given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+BOS = "<s>"
+EOS = "</s>"
+
+
+def pad_sentence(tokens: list[str], n: int) -> list[str]:
+    """Pad one sentence for an n-gram model.
+
+    Returns a new list: n - 1 copies of BOS, then `tokens`, then one EOS.
+    For n == 1 there is no BOS: `tokens + [EOS]`.
+    """
+    # BEGIN SOLUTION
+    return [BOS] * (n - 1) + list(tokens) + [EOS]
+    # END SOLUTION
+
+
+def count_ngrams(sentences: list[list[str]], n: int) -> dict[tuple[str, ...], int]:
+    """Count every n-gram of every padded sentence (see `pad_sentence`).
+
+    An n-gram is a tuple of n consecutive tokens of a padded sentence; a padded
+    sentence of length L holds L - n + 1 of them. Returns a dict (a Counter is
+    fine) mapping each n-gram that occurs to its count, summed over sentences.
+    """
+    # BEGIN SOLUTION
+    counts = Counter()
+    for tokens in sentences:
+        padded = pad_sentence(tokens, n)
+        for i in range(len(padded) - n + 1):
+            counts[tuple(padded[i : i + n])] += 1
+    return counts
+    # END SOLUTION
+
+
+class NGramLM:
+    """An n-gram language model with optional add-k smoothing.
+
+    P(w | h) depends only on the history h = the last n - 1 tokens before w.
+
+    Public attributes:
+        n (int): the order; 1 = unigram (empty history), 2 = bigram, ...
+        k (float): the add-k constant; 0 means unsmoothed maximum likelihood.
+        vocab (set[str]): after `fit`, every word type seen in training plus
+            EOS, never BOS. These are the words the model can predict.
+    Any other attributes (the counts) are up to you.
+    """
+
+    def __init__(self, n: int, k: float = 0.0):
+        """Store `n` and `k`; the model holds no counts until `fit`."""
+        # BEGIN SOLUTION
+        self.n = n
+        self.k = k
+        self.vocab: set[str] = set()
+        self.counts: dict[tuple[str, ...], int] = {}  # C(h, w), keyed by h + (w,)
+        self.history_counts: dict[tuple[str, ...], int] = {}  # C(h) = sum over w of C(h, w)
+        # END SOLUTION
+
+    def fit(self, sentences: list[list[str]]) -> NGramLM:
+        """Count n-grams and histories in `sentences` and build `vocab`.
+
+        Replaces whatever an earlier `fit` learned. Returns self.
+        """
+        # BEGIN SOLUTION
+        self.counts = count_ngrams(sentences, self.n)
+        self.history_counts = Counter()
+        for ngram, count in self.counts.items():
+            self.history_counts[ngram[:-1]] += count
+        self.vocab = {w for tokens in sentences for w in tokens} | {EOS}
+        self.vocab.discard(BOS)
+        return self
+        # END SOLUTION
+
+    def prob(self, word: str, context: Sequence[str]) -> float:
+        """P(word | context) as a Python float.
+
+        Only the history h = the last n - 1 tokens of `context` matter; a
+        shorter context is left-padded with BOS first (so context [] means
+        "start of sentence"). With C the training counts and
+        C(h) = sum over w' of C(h, w'):
+            k == 0: C(h, word) / C(h), and 0.0 when C(h) == 0;
+            k > 0:  (C(h, word) + k) / (C(h) + k * len(vocab)).
+        """
+        # BEGIN SOLUTION
+        padded = [BOS] * (self.n - 1) + list(context)
+        h = tuple(padded[len(context) :])  # last n - 1 tokens
+        c_hw = self.counts.get(h + (word,), 0)
+        c_h = self.history_counts.get(h, 0)
+        if self.k == 0:
+            return c_hw / c_h if c_h > 0 else 0.0
+        return (c_hw + self.k) / (c_h + self.k * len(self.vocab))
+        # END SOLUTION
+
+    def next_token_distribution(self, context: Sequence[str]) -> dict[str, float]:
+        """Map every word of `vocab` to `prob(word, context)`."""
+        # BEGIN SOLUTION
+        return {w: self.prob(w, context) for w in sorted(self.vocab)}
+        # END SOLUTION
+
+    def sentence_logprob(self, tokens: list[str]) -> float:
+        """Natural-log probability of `tokens` followed by EOS.
+
+        The sum of log P(w_i | history) over every word of the padded sentence
+        after the BOS padding, EOS included (len(tokens) + 1 terms). Returns
+        -inf (never raises) when any of these probabilities is 0.
+        """
+        # BEGIN SOLUTION
+        padded = pad_sentence(tokens, self.n)
+        logprob = 0.0
+        for i in range(self.n - 1, len(padded)):
+            p = self.prob(padded[i], padded[i - self.n + 1 : i])
+            if p <= 0.0:
+                return -math.inf
+            logprob += math.log(p)
+        return logprob
+        # END SOLUTION
+
+    def perplexity(self, sentences: list[list[str]]) -> float:
+        """Perplexity of the model on `sentences`.
+
+        exp(-(sum of sentence_logprob) / N), where N counts every predicted
+        token: the words of each sentence plus one EOS per sentence.
+        Returns inf (never raises) when some sentence has probability 0.
+        """
+        # BEGIN SOLUTION
+        logprob = sum(self.sentence_logprob(tokens) for tokens in sentences)
+        N = sum(len(tokens) + 1 for tokens in sentences)
+        return math.exp(-logprob / N)
+        # END SOLUTION
+
+    def sample(self, rng: np.random.Generator, max_len: int = 50) -> list[str]:
+        """Generate one sentence, word by word, starting from the BOS history.
+
+        For each next word, draw one word from `next_token_distribution(history)`
+        using `rng` (e.g. `rng.choice` over the words with their probabilities).
+        Stop when EOS is drawn or after `max_len` words. Returns the words
+        drawn, without BOS and EOS.
+        """
+        # BEGIN SOLUTION
+        words = []
+        while len(words) < max_len:
+            dist = self.next_token_distribution([BOS] * (self.n - 1) + words)
+            candidates = sorted(dist)
+            w = candidates[rng.choice(len(candidates), p=[dist[c] for c in candidates])]
+            if w == EOS:
+                break
+            words.append(w)
+        return words
+        # END SOLUTION

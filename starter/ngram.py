@@ -1,0 +1,110 @@
+# Starter code generated from the reference solution by `autograder release`.
+# Replace each `raise NotImplementedError` with your implementation.
+"""Component `ngram`: a count-based n-gram language model.
+
+A sentence is a list of word strings. Before counting, every sentence is padded
+with n - 1 BOS tokens in front and one EOS token at the end. BOS is only ever
+history, never predicted; EOS is predicted like any other word.
+
+Plain Python; numpy is used only for the random generator passed to `sample`.
+Never modify the arguments you are given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+BOS = "<s>"
+EOS = "</s>"
+
+
+def pad_sentence(tokens: list[str], n: int) -> list[str]:
+    """Pad one sentence for an n-gram model.
+
+    Returns a new list: n - 1 copies of BOS, then `tokens`, then one EOS.
+    For n == 1 there is no BOS: `tokens + [EOS]`.
+    """
+    raise NotImplementedError("pad_sentence is not implemented yet")
+
+
+def count_ngrams(sentences: list[list[str]], n: int) -> dict[tuple[str, ...], int]:
+    """Count every n-gram of every padded sentence (see `pad_sentence`).
+
+    An n-gram is a tuple of n consecutive tokens of a padded sentence; a padded
+    sentence of length L holds L - n + 1 of them. Returns a dict (a Counter is
+    fine) mapping each n-gram that occurs to its count, summed over sentences.
+    """
+    raise NotImplementedError("count_ngrams is not implemented yet")
+
+
+class NGramLM:
+    """An n-gram language model with optional add-k smoothing.
+
+    P(w | h) depends only on the history h = the last n - 1 tokens before w.
+
+    Public attributes:
+        n (int): the order; 1 = unigram (empty history), 2 = bigram, ...
+        k (float): the add-k constant; 0 means unsmoothed maximum likelihood.
+        vocab (set[str]): after `fit`, every word type seen in training plus
+            EOS, never BOS. These are the words the model can predict.
+    Any other attributes (the counts) are up to you.
+    """
+
+    def __init__(self, n: int, k: float = 0.0):
+        """Store `n` and `k`; the model holds no counts until `fit`."""
+        raise NotImplementedError("NGramLM.__init__ is not implemented yet")
+
+    def fit(self, sentences: list[list[str]]) -> NGramLM:
+        """Count n-grams and histories in `sentences` and build `vocab`.
+
+        Replaces whatever an earlier `fit` learned. Returns self.
+        """
+        raise NotImplementedError("NGramLM.fit is not implemented yet")
+
+    def prob(self, word: str, context: Sequence[str]) -> float:
+        """P(word | context) as a Python float.
+
+        Only the history h = the last n - 1 tokens of `context` matter; a
+        shorter context is left-padded with BOS first (so context [] means
+        "start of sentence"). With C the training counts and
+        C(h) = sum over w' of C(h, w'):
+            k == 0: C(h, word) / C(h), and 0.0 when C(h) == 0;
+            k > 0:  (C(h, word) + k) / (C(h) + k * len(vocab)).
+        """
+        raise NotImplementedError("NGramLM.prob is not implemented yet")
+
+    def next_token_distribution(self, context: Sequence[str]) -> dict[str, float]:
+        """Map every word of `vocab` to `prob(word, context)`."""
+        raise NotImplementedError("NGramLM.next_token_distribution is not implemented yet")
+
+    def sentence_logprob(self, tokens: list[str]) -> float:
+        """Natural-log probability of `tokens` followed by EOS.
+
+        The sum of log P(w_i | history) over every word of the padded sentence
+        after the BOS padding, EOS included (len(tokens) + 1 terms). Returns
+        -inf (never raises) when any of these probabilities is 0.
+        """
+        raise NotImplementedError("NGramLM.sentence_logprob is not implemented yet")
+
+    def perplexity(self, sentences: list[list[str]]) -> float:
+        """Perplexity of the model on `sentences`.
+
+        exp(-(sum of sentence_logprob) / N), where N counts every predicted
+        token: the words of each sentence plus one EOS per sentence.
+        Returns inf (never raises) when some sentence has probability 0.
+        """
+        raise NotImplementedError("NGramLM.perplexity is not implemented yet")
+
+    def sample(self, rng: np.random.Generator, max_len: int = 50) -> list[str]:
+        """Generate one sentence, word by word, starting from the BOS history.
+
+        For each next word, draw one word from `next_token_distribution(history)`
+        using `rng` (e.g. `rng.choice` over the words with their probabilities).
+        Stop when EOS is drawn or after `max_len` words. Returns the words
+        drawn, without BOS and EOS.
+        """
+        raise NotImplementedError("NGramLM.sample is not implemented yet")

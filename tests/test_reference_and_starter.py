@@ -1,0 +1,23 @@
+"""The reference earns every point; the generated starter earns none, without crashing."""
+from conftest import ROOT, SOLUTIONS, grade_folder
+
+from autograder.release.starter import stale_starter
+
+
+def test_solutions_earn_every_point(rubric, tmp_path):
+    run = grade_folder(rubric, SOLUTIONS, tmp_path)
+    failures = [(r.case.number, r.case.name, r.output) for r in run.results if not r.passed]
+    assert failures == []
+    assert len(run.results) == sum(len(c.cases) for c in rubric.components)
+
+
+def test_starter_earns_nothing_and_says_not_implemented(rubric, tmp_path):
+    run = grade_folder(rubric, ROOT / "starter", tmp_path)
+    assert run.results and all(r.score == 0 for r in run.results)
+    for r in run.results:
+        assert r.output.startswith("Not implemented yet"), (r.case.name, r.output)
+        assert len(r.output) < 120
+
+
+def test_committed_starter_is_up_to_date():
+    assert stale_starter(SOLUTIONS, ROOT / "starter") == []
