@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .run import GradeRun
@@ -75,12 +76,12 @@ def print_table(run: GradeRun, console: Console) -> None:
         table.add_column(column, justify="right" if column in ("#", "score") else "left")
     for r in run.results:
         mark = "[green]pass[/]" if r.passed else "[red]FAIL[/]"
-        label = r.case.name + ("" if r.case.visible else f" [dim]({r.case.visibility})[/]")
+        label = escape(r.case.name) + ("" if r.case.visible else f" [dim]({r.case.visibility})[/]")
         table.add_row(r.case.number, r.case.component, label, f"{r.score:g}/{r.case.points:g}", mark)
     console.print(table)
     for r in run.results:
         if not r.passed:
-            console.print(f"[bold]{r.case.number} [{r.case.component}] {r.case.name}[/]", highlight=False)
+            console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
             console.print(f"  {r.output}", markup=False, highlight=False)
     for component in dict.fromkeys(r.case.component for r in run.results):
         rs = [r for r in run.results if r.case.component == component]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,13 @@ SOLUTIONS = ROOT / "solutions"
 @pytest.fixture(scope="session")
 def rubric():
     return load_rubric(ROOT / "grading.yaml")
+
+
+@pytest.fixture(scope="session")
+def quick_rubric(rubric):
+    """The real rubric with 3-second case timeouts, for submissions that hang on purpose."""
+    components = [dataclasses.replace(c, cases=[dataclasses.replace(k, timeout=3.0) for k in c.cases]) for c in rubric.components]
+    return dataclasses.replace(rubric, components=components)
 
 
 def grade_folder(rubric, folder: Path, tmp_path: Path, **kwargs) -> GradeRun:

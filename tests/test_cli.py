@@ -1,0 +1,63 @@
+"""The installed command line, run as TAs and students run it."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, SOLUTIONS
+
+
+def autograder(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="200"), timeout=600)
+
+
+def test_grade_writes_gradescope_results(tmp_path):
+    results = tmp_path / "out" / "results.json"
+    proc = autograder("grade", str(ROOT / "starter"), "--results", str(results))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(results.read_text())
+    assert data["score"] == 0 and data["max_score"] > 0
+    for test in data["tests"]:
+        assert set(test) >= {"name", "number", "score", "max_score", "status", "visibility", "tags", "output", "output_format"}
+        assert test["status"] == "failed" and test["tags"][0] in ("ngram", "backprop")
+        assert test["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
+    assert "Total: 0 /" in proc.stdout
+
+
+def test_grade_of_a_missing_path_still_writes_results(tmp_path):
+    results = tmp_path / "results.json"
+    proc = autograder("grade", str(tmp_path / "nothing-here"), "--results", str(results))
+    assert proc.returncode == 2
+    assert "does not exist" in proc.stdout
+    data = json.loads(results.read_text())
+    assert data["score"] == 0 and "could not grade" in data["output"]
+
+
+def test_bad_rubric_is_refused_with_the_key(tmp_path):
+    bad = tmp_path / "grading.yaml"
+    bad.write_text((ROOT / "grading.yaml").read_text().replace("timeout: 10", "timeout: soon"))
+    proc = autograder("--config", str(bad), "grade", str(SOLUTIONS))
+    assert proc.returncode == 2
+    assert "defaults.timeout" in proc.stdout
+
+
+def test_check_runs_visible_cases_and_counts_hidden_ones(tmp_path, rubric):
+    proc = autograder("check", "ngram", "--dir", str(SOLUTIONS))
+    assert proc.returncode == 0, proc.stderr
+    ngram = rubric.component("ngram").cases
+    hidden = sum(1 for c in ngram if not c.visible)
+    assert f"{hidden} more cases are hidden" in proc.stdout
+    assert "(hidden)" not in proc.stdout
+    assert f"ngram: {sum(c.points for c in ngram if c.visible):g} / {sum(c.points for c in ngram if c.visible):g}" in proc.stdout
+
+
+def test_release_check_fails_when_starter_is_stale(tmp_path):
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "ngram.py").write_text('def f():\n    """Doc."""\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n')
+    rubric = (ROOT / "grading.yaml").read_text()
+    (tmp_path / "grading.yaml").write_text(rubric)
+    assert autograder("--config", str(tmp_path / "grading.yaml"), "release", "--check").returncode == 1
+    assert autograder("--config", str(tmp_path / "grading.yaml"), "release").returncode == 0
+    assert "raise NotImplementedError" in (tmp_path / "starter" / "ngram.py").read_text()
+    assert autograder("--config", str(tmp_path / "grading.yaml"), "release", "--check").returncode == 0

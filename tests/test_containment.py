@@ -1,0 +1,49 @@
+"""A submission that hangs, exits, crashes or floods output fails only the cases it was running."""
+import time
+
+import pytest
+from conftest import grade_folder, solutions_with
+
+SAMPLE = "        words = []\n        while len(words) < max_len:"
+
+# Misbehaviour placed in NGramLM.sample: the two sampling cases fail, every other case still passes.
+MISBEHAVIOUR = [
+    ("hangs", "        while True:\n            pass\n", "Timed out"),
+    ("sleeps", "        import time\n        time.sleep(600)\n", "Timed out"),
+    ("calls sys.exit", "        import sys\n        sys.exit(0)\n", "SystemExit"),
+    ("calls os._exit", "        import os\n        os._exit(0)\n", "exited with status 0"),
+    ("kills itself", "        import os, signal\n        os.kill(os.getpid(), signal.SIGSEGV)\n", "killed by SIGSEGV"),
+    ("floods stdout", "        while True:\n            print('x' * 65536)\n", "Timed out"),
+    ("allocates without end", "        hog = []\n        while True:\n            hog.append(np.empty(1 << 27))\n", "MemoryError"),
+]
+
+
+@pytest.mark.parametrize("behaviour, code, feedback", MISBEHAVIOUR, ids=[m[0] for m in MISBEHAVIOUR])
+def test_misbehaviour_is_contained(quick_rubric, tmp_path, behaviour, code, feedback):
+    folder = solutions_with(tmp_path, "ngram.py", SAMPLE, code + SAMPLE)
+    started = time.monotonic()
+    run = grade_folder(quick_rubric, folder, tmp_path)
+    elapsed = time.monotonic() - started
+    failed = [r for r in run.results if not r.passed]
+    assert {r.case.check for r in failed} == {"ngram.sampling"}
+    assert all(feedback in r.output for r in failed), [r.output for r in failed]
+    # A failing case costs its own timeout plus a worker restart, nothing more.
+    assert elapsed < sum(r.case.timeout + 5 for r in failed) + 30
+
+
+def test_a_broken_file_fails_its_component_only(rubric, tmp_path):
+    folder = solutions_with(tmp_path, "ngram.py", "def pad_sentence(", "def pad_sentence(:")
+    run = grade_folder(rubric, folder, tmp_path)
+    ngram = [r for r in run.results if r.case.component == "ngram"]
+    assert not any(r.passed for r in ngram)
+    assert all("SyntaxError" in r.output and "line" in r.output for r in ngram)
+    assert all(r.passed for r in run.results if r.case.component != "ngram")
+
+
+def test_missing_file_is_reported_as_not_submitted(rubric, tmp_path):
+    folder = solutions_with(tmp_path, "ngram.py", "BOS = ", "BOS = ")
+    (folder / "ngram.py").unlink()
+    run = grade_folder(rubric, folder, tmp_path)
+    ngram = [r for r in run.results if r.case.component == "ngram"]
+    assert ngram and all(r.output.startswith("Not submitted: ngram.py") for r in ngram)
+    assert all(r.passed for r in run.results if r.case.component != "ngram")
