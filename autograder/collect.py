@@ -8,13 +8,13 @@ fails before anything is graded.
 from __future__ import annotations
 
 import inspect
-import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .cases import CHECKS
 
@@ -121,7 +121,18 @@ def _case_problems(where: str, component: str, case: CaseSpec) -> list[str]:
         inspect.signature(fn).bind(None, **case.params)
     except TypeError as exc:
         return [f"{where}.params: {exc} (check {case.check} takes {_params_of(fn)})"]
+    try:
+        typed_params(fn, case.params)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        return [f"{where}.params.{error['loc'][0]}: {error['msg']} (got {error['input']!r})"]
     return []
+
+
+def typed_params(fn, params: dict) -> dict:
+    """Check parameters against the check's annotations (YAML reads `1.0e4` as a string)."""
+    hints = typing.get_type_hints(fn)
+    return {name: TypeAdapter(hints.get(name, typing.Any)).validate_python(value, context=name) for name, value in params.items()}
 
 
 def _params_of(fn) -> str:
@@ -214,7 +225,7 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
                 name=c.name,
                 check=c.check,
                 points=c.points,
-                params=dict(c.params),
+                params=typed_params(CHECKS[c.check], c.params),
                 visibility=c.visibility or d.visibility,
                 timeout=c.timeout or d.timeout,
                 rtol=d.rtol if c.rtol is None else c.rtol,
@@ -226,6 +237,3 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
     solutions = (path.parent / spec.solutions).resolve()
     return Rubric(spec.course, path, solutions, d.memory_mb, components)
 
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

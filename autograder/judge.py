@@ -186,16 +186,18 @@ def _short(value, limit: int = 120) -> str:
 
 def _likely(got, hints: Hints | None, rtol: float, atol: float) -> str:
     for mistake, wrong_answer in (hints or {}).items():
-        if _matches(got, wrong_answer(), rtol, atol):
+        if _matches(got, wrong_answer, rtol, atol):
             return f" Likely mistake: {mistake}."
     return ""
 
 
-def _matches(got, candidate, rtol: float, atol: float) -> bool:
+def _matches(got, wrong_answer, rtol: float, atol: float) -> bool:
+    """A hint that cannot be computed for these inputs simply does not match."""
     try:
+        candidate = wrong_answer()
         if isinstance(candidate, (np.ndarray, np.generic, float, int)) or _is_tensor(candidate):
             g, c = np.asarray(_numpy(got), dtype=np.float64), np.asarray(_numpy(candidate), dtype=np.float64)
             return g.shape == c.shape and bool(np.allclose(g, c, rtol=max(rtol, 1e-6), atol=max(atol, 1e-9), equal_nan=True))
         return _equal(got, candidate)
-    except (TypeError, ValueError):
+    except Exception:
         return False

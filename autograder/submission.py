@@ -6,7 +6,6 @@ students zip a folder and how Gradescope stores uploads.
 """
 from __future__ import annotations
 
-import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -85,6 +84,3 @@ def _zip_sources(path: Path) -> dict:
         raise SubmissionError(f"{path.name} unpacks to more than {MAX_ZIP_BYTES >> 20} MiB of Python files")
     return {m.filename: (lambda m=m: archive.read(m)) for m in members}
 
-
-def remove(submission: Submission) -> None:
-    shutil.rmtree(submission.dir, ignore_errors=True)

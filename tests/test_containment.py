@@ -1,4 +1,5 @@
 """A submission that hangs, exits, crashes or floods output fails only the cases it was running."""
+import os
 import time
 
 import pytest
@@ -47,3 +48,13 @@ def test_missing_file_is_reported_as_not_submitted(rubric, tmp_path):
     ngram = [r for r in run.results if r.case.component == "ngram"]
     assert ngram and all(r.output.startswith("Not submitted: ngram.py") for r in ngram)
     assert all(r.passed for r in run.results if r.case.component != "ngram")
+
+
+def test_only_the_worker_imports_the_submission(rubric, tmp_path):
+    marker = tmp_path / "importers.txt"
+    line = f"import os as _os\nopen({str(marker)!r}, 'a').write(str(_os.getpid()) + chr(10))\n"
+    folder = solutions_with(tmp_path, "ngram.py", "import math\n", "import math\n" + line)
+    run = grade_folder(rubric, folder, tmp_path)
+    assert all(r.passed for r in run.results)
+    importers = set(marker.read_text().split())
+    assert importers and str(os.getpid()) not in importers

@@ -3,7 +3,7 @@
 A worker is a fresh `python -I` process in a scratch copy of the submission,
 with an empty environment, its own session (so the whole group can be killed),
 resource limits it applies before importing student code, and stdout/stderr
-drained into a capped buffer. A request that times out, or a worker that dies,
+drained and discarded. A request that times out, or a worker that dies,
 poisons only that worker: the caller drops it and the next case starts another.
 """
 from __future__ import annotations
@@ -31,7 +31,6 @@ class Limits:
     memory_bytes: int = 4 << 30
     file_bytes: int = 16 << 20
     open_files: int = 256
-    output_bytes: int = 64 << 10  # student stdout+stderr kept for feedback; the rest is drained and dropped
     reply_bytes: int = 256 << 20
 
 
@@ -59,24 +58,10 @@ class StudentRaised(Exception):
         self.type_name, self.message, self.frames = type_name, message, frames
 
 
-class CappedOutput:
-    """Keeps the first `cap` bytes a stream produces and counts the rest."""
-
-    def __init__(self, cap: int):
-        self.cap, self.kept, self.dropped = cap, bytearray(), 0
-        self.lock = threading.Lock()
-
-    def drain(self, stream) -> None:
-        while chunk := stream.read1(1 << 16):
-            with self.lock:
-                room = self.cap - len(self.kept)
-                self.kept += chunk[:room]
-                self.dropped += max(0, len(chunk) - room)
-
-    def text(self) -> str:
-        with self.lock:
-            text = self.kept.decode("utf-8", "replace")
-            return text + (f"\n[... {self.dropped} more bytes of output dropped]" if self.dropped else "")
+def discard_output(stream) -> None:
+    """Read the worker's stdout/stderr to the end so a flood never blocks it; nothing it prints counts."""
+    while stream.read1(1 << 16):
+        pass
 
 
 class Worker:
@@ -89,7 +74,6 @@ class Worker:
         shutil.copytree(submission_dir, workdir)
         request_read, self.request_fd = os.pipe()
         self.reply_fd, reply_write = os.pipe()
-        self.output = CappedOutput(limits.output_bytes)
         self.proc = subprocess.Popen(
             [sys.executable, "-I", str(WORKER_SCRIPT), str(request_read), str(reply_write)],
             cwd=workdir,
@@ -102,7 +86,7 @@ class Worker:
         )
         os.close(request_read)
         os.close(reply_write)
-        self.drainer = threading.Thread(target=self.output.drain, args=(self.proc.stdout,), daemon=True)
+        self.drainer = threading.Thread(target=discard_output, args=(self.proc.stdout,), daemon=True)
         self.drainer.start()
         hello = {"limits": asdict(limits), "forbidden_modules": forbidden_modules}
         self.exchange(hello, [], time.monotonic() + STARTUP_SECONDS)

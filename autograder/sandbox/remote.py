@@ -66,10 +66,8 @@ class Student:
         return self._request("put", [value], True)
 
     def numpy_rng(self, seed: int) -> wire.Make:
+        """A numpy Generator built in the worker (an RNG cannot travel as data)."""
         return wire.Make("numpy_rng", seed)
-
-    def torch_generator(self, seed: int) -> wire.Make:
-        return wire.Make("torch_generator", seed)
 
     # ---- worker lifecycle ----------------------------------------------------
 
@@ -81,9 +79,6 @@ class Student:
         if self.worker is not None:
             self.worker.close()
             self.worker = None
-
-    def output(self) -> str:
-        return self.worker.output.text() if self.worker else ""
 
     def _request(self, op: str, args: list, keep: bool):
         self.start()

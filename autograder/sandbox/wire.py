@@ -53,7 +53,7 @@ class Make:
     """A value the worker constructs itself (an RNG it cannot receive as bytes)."""
 
     __slots__ = ("kind", "seed")
-    KINDS = ("numpy_rng", "torch_generator")
+    KINDS = ("numpy_rng",)
 
     def __init__(self, kind: str, seed: int):
         if kind not in self.KINDS:

@@ -83,13 +83,9 @@ class Objects:
 def build(value):
     """Turn the parent's requests for objects into the objects: an RNG, or a student attribute."""
     if isinstance(value, wire.Make):
-        if value.kind == "numpy_rng":
-            import numpy
+        import numpy
 
-            return numpy.random.default_rng(value.seed)
-        import torch
-
-        return torch.Generator().manual_seed(value.seed)
+        return numpy.random.default_rng(value.seed)
     obj = importlib.import_module(value.base) if isinstance(value.base, str) else value.base
     for name in value.attrs:
         obj = getattr(obj, name)
