@@ -164,18 +164,21 @@ def _is_real(x) -> bool:
 
 
 def _mapping_difference(got: Mapping, want: Mapping, visible: bool) -> str:
+    """Counts of missing, unexpected and wrong keys; examples only where expected values may be shown."""
     missing = [k for k in want if k not in got]
     extra = [k for k in got if k not in want]
     wrong = [k for k in want if k in got and not _equal(got[k], want[k])]
+
+    def example(keys, detail=lambda k: _short(k)) -> str:
+        return f" (e.g. {detail(keys[0])})" if visible else ""
+
     parts = []
     if missing:
-        parts.append(f"{len(missing)} keys missing (e.g. {_short(missing[0])})")
+        parts.append(f"{len(missing)} keys missing" + example(missing))
     if extra:
-        parts.append(f"{len(extra)} unexpected keys (e.g. {_short(extra[0])})")
+        parts.append(f"{len(extra)} unexpected keys" + example(extra))
     if wrong:
-        k = wrong[0]
-        example = f"{_short(k)}: expected {_short(want[k])}, got {_short(got[k])}" if visible else _short(k)
-        parts.append(f"{len(wrong)} keys with a wrong value (e.g. {example})")
+        parts.append(f"{len(wrong)} keys with a wrong value" + example(wrong, lambda k: f"{_short(k)}: expected {_short(want[k])}, got {_short(got[k])}"))
     return f"{len(want)} entries expected; " + "; ".join(parts)
 
 

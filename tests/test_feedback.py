@@ -33,7 +33,9 @@ def test_hidden_feedback_reveals_no_expected_value():
         failure(expect_array, WRONG, WANT, "softmax(z)", visible=False, **TOL),
         failure(expect_number, 0.5, 0.123456, "loss", visible=False, **TOL),
         failure(expect_equal, {"a": 1, "b": 3}, {"a": 1, "b": 2}, "counts", visible=False),
+        failure(expect_equal, {"a": 1}, {"a": 1, "secret-key": 2}, "counts", visible=False),
     ):
+        assert "secret-key" not in message
         assert not numbers_in(message) & {0.123456, 0.654321, 0.5 * 0.654321}, message
         assert "expected 0" not in message and "expected 2" not in message, message
     hidden = failure(expect_array, WRONG, WANT, "softmax(z)", visible=False, **TOL)

@@ -238,7 +238,8 @@ def _check_grads(t, got, want: dict, dtype, what: str, hints: dict | None = None
         "the keys carry a d prefix (dE, dW, ...): use the names of the params themselves": lambda: {"d" + k for k in PARAM_KEYS},
     })
     for k in PARAM_KEYS:
-        t.close(got[k], want[k].astype(dtype), f"{what}: the gradient of {k}", hints=(hints or {}).get(k))
+        zero = {"the gradient is all zeros (is the backward pass computed at all?)": lambda k=k: np.zeros_like(want[k])}
+        t.close(got[k], want[k].astype(dtype), f"{what}: the gradient of {k}", hints={**zero, **(hints or {}).get(k, {})})
 
 
 def _embedding_hints(contexts: np.ndarray, de: np.ndarray, vocab: int) -> dict:
