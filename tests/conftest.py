@@ -41,6 +41,18 @@ def solutions_with(tmp_path: Path, file: str, old: str, new: str) -> Path:
     return folder
 
 
+def assert_caught_in_component_only(rubric, tmp_path: Path, component: str, old: str, new: str, must_fail: set[str], feedback: str):
+    """Grade solutions/ with one mistake in `component`'s file: it loses points there and only there,
+    in at least the checks `must_fail`, with `feedback` somewhere in what the student reads."""
+    file = next(c.file for c in rubric.components if c.id == component)
+    run = grade_folder(rubric, solutions_with(tmp_path, file, old, new), tmp_path)
+    scores = scores_by_component(run)
+    assert scores[component][0] < scores[component][1]
+    assert all(got == most for cid, (got, most) in scores.items() if cid != component), scores
+    assert must_fail <= {r.case.check for r in run.results if not r.passed}
+    assert feedback in "\n".join(r.output for r in run.results if not r.passed)
+
+
 def scores_by_component(run: GradeRun) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
     for r in run.results:
@@ -48,6 +60,3 @@ def scores_by_component(run: GradeRun) -> dict[str, tuple[float, float]]:
         out[r.case.component] = (got + r.score, most + r.case.points)
     return out
 
-
-def failed_checks(run: GradeRun) -> set[str]:
-    return {r.case.check for r in run.results if not r.passed}

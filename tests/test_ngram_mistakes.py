@@ -1,6 +1,6 @@
 """Plausible n-gram bugs lose points in `ngram` only, in the cases meant to catch them."""
 import pytest
-from conftest import failed_checks, grade_folder, scores_by_component, solutions_with
+from conftest import assert_caught_in_component_only
 
 # (what the student got wrong, anchor in solutions/ngram.py, replacement, checks that must fail, phrase of the feedback)
 MISTAKES = [
@@ -35,10 +35,4 @@ MISTAKES = [
 
 @pytest.mark.parametrize("mistake, old, new, must_fail, feedback", MISTAKES, ids=[m[0] for m in MISTAKES])
 def test_mistake_is_caught_in_its_component_only(rubric, tmp_path, mistake, old, new, must_fail, feedback):
-    run = grade_folder(rubric, solutions_with(tmp_path, "ngram.py", old, new), tmp_path)
-    scores = scores_by_component(run)
-    assert scores["ngram"][0] < scores["ngram"][1]
-    assert all(got == most for cid, (got, most) in scores.items() if cid != "ngram"), scores
-    assert must_fail <= failed_checks(run)
-    outputs = "\n".join(r.output for r in run.results if not r.passed)
-    assert feedback in outputs
+    assert_caught_in_component_only(rubric, tmp_path, "ngram", old, new, must_fail, feedback)

@@ -124,7 +124,6 @@ def main() -> None:
     guard = ForbiddenImports(hello["forbidden_modules"])
     sys.meta_path.insert(0, guard)
     sys.path.insert(0, SUBMISSION_DIR)
-    sys.setrecursionlimit(10_000)
     objects = Objects()
     wire.write_frame(reply_fd, {"ready": True}, [])
     while True:
