@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .cases import CHECKS
+from .sandbox.guard import resolve
 
 # The student API fixes which file holds which component.
 COMPONENT_FILES = {
@@ -30,6 +31,7 @@ COMPONENT_FILES = {
 }
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+CallName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")]
 Positive = Annotated[float, Field(gt=0)]
 
 
@@ -60,10 +62,15 @@ class CaseSpec(Strict):
     atol: Annotated[float, Field(ge=0)] | None = None
 
 
+class ForbiddenSpec(Strict):
+    modules: list[ModuleName] = []  # refused at import
+    calls: list[CallName] = []  # functions and classes refused wherever they are reached
+
+
 class ComponentSpec(Strict):
     file: str
     title: str
-    forbidden: list[ModuleName] = []
+    forbidden: ForbiddenSpec = ForbiddenSpec()
     cases: Annotated[list[CaseSpec], Field(min_length=1)]
 
 
@@ -89,6 +96,11 @@ class RubricSpec(Strict):
                 continue
             if comp.file != COMPONENT_FILES[cid]:
                 problems.append(f"{where}.file: expected {COMPONENT_FILES[cid]!r} (fixed by the student API), got {comp.file!r}")
+            for i, call in enumerate(comp.forbidden.calls):
+                try:
+                    resolve(call)
+                except (ImportError, AttributeError):
+                    problems.append(f"{where}.forbidden.calls.{i}: {call!r} does not exist here, so it cannot be forbidden")
             names = [c.name for c in comp.cases]
             for i, case in enumerate(comp.cases):
                 problems += _case_problems(f"{where}.cases.{i}", cid, case)
@@ -166,7 +178,8 @@ class Component:
     file: str
     title: str
     part: str
-    forbidden: list[str]
+    forbidden_modules: list[str]
+    forbidden_calls: list[str]
     cases: list[Case]
 
 
@@ -233,7 +246,7 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
             )
             for i, c in enumerate(comp.cases, start=1)
         ]
-        components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden), cases))
+        components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases))
     solutions = (path.parent / spec.solutions).resolve()
     return Rubric(spec.course, path, solutions, d.memory_mb, components)
 

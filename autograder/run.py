@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .cases import CHECKS
 from .collect import Case, Component, Rubric
-from .forbidden import scan_forbidden_imports
+from .forbidden import scan_forbidden
 from .judge import CaseFailed
 from .reference import Reference
 from .sandbox.process import CallTimeout, Limits, StudentRaised, WorkerFailure
@@ -32,6 +32,7 @@ class CaseResult:
     passed: bool
     output: str
     seconds: float = 0.0
+    forbidden: bool = False  # failed for using a forbidden built-in
 
     @property
     def score(self) -> float:
@@ -74,22 +75,26 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
         message = f"Not submitted: {component.file} was not found in the submission."
         yield from (CaseResult(case, False, message) for case in cases)
         return
-    violations = scan_forbidden_imports(submission.dir / component.file, component.forbidden)
+    violations = scan_forbidden(submission.dir / component.file, component.forbidden_modules, component.forbidden_calls)
     if violations:
         message = f"{component.file} uses what this component forbids: " + "; ".join(violations) + "."
         yield from (CaseResult(case, False, message) for case in cases)
         return
     limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=memory_mb << 20)
-    student = Student(submission.dir, component.forbidden, limits)
+    student = Student(submission.dir, component.forbidden_modules, component.forbidden_calls, limits)
     try:
-        for case in cases:
-            yield run_case(case, student, reference, secret)
+        results = [run_case(case, student, reference, secret) for case in cases]
     finally:
         student.stop()
+    # One use of a forbidden built-in fails the whole component, also the cases that ran before it
+    # and those a restarted worker (which starts with a clean record) would otherwise pass.
+    used = next((r.output for r in results if r.forbidden), None)
+    yield from (CaseResult(r.case, False, used, r.seconds, True) if used else r for r in results)
 
 
 def run_case(case: Case, student: Student, reference: Reference, secret: str) -> CaseResult:
     started = time.monotonic()
+    forbidden = False
     try:
         student.deadline = None
         student.start()
@@ -101,7 +106,7 @@ def run_case(case: Case, student: Student, reference: Reference, secret: str) ->
     except StudentRaised as exc:
         passed, output = False, _describe_raise(exc)
     except ForbiddenUsed as exc:
-        passed, output = False, f"Uses what this component forbids: {exc}."
+        passed, output, forbidden = False, f"Uses what this component forbids: {exc}.", True
     except CallTimeout:
         passed, output = False, f"Timed out: the case did not finish within {case.timeout:g} s (an infinite loop, or far too slow)."
     except WorkerFailure as exc:
@@ -111,7 +116,7 @@ def run_case(case: Case, student: Student, reference: Reference, secret: str) ->
         passed, output = False, "The grader itself failed on this case (an internal error, not your fault); course staff must look at it."
     finally:
         student.deadline = None
-    return CaseResult(case, passed, output, time.monotonic() - started)
+    return CaseResult(case, passed, output, time.monotonic() - started, forbidden)
 
 
 def _describe_raise(exc: StudentRaised) -> str:

@@ -12,7 +12,7 @@ def autograder(*args, cwd=ROOT):
                           env=dict(os.environ, COLUMNS="200"), timeout=600)
 
 
-def test_grade_writes_gradescope_results(tmp_path):
+def test_grade_writes_gradescope_results(tmp_path, rubric):
     results = tmp_path / "out" / "results.json"
     proc = autograder("grade", str(ROOT / "starter"), "--results", str(results))
     assert proc.returncode == 0, proc.stderr
@@ -20,7 +20,8 @@ def test_grade_writes_gradescope_results(tmp_path):
     assert data["score"] == 0 and data["max_score"] > 0
     for test in data["tests"]:
         assert set(test) >= {"name", "number", "score", "max_score", "status", "visibility", "tags", "output", "output_format"}
-        assert test["status"] == "failed" and test["tags"][0] in ("ngram", "backprop")
+        assert test["status"] == "failed" and test["tags"] == [test["name"][1:].split("]")[0]]
+        assert test["tags"][0] in {c.id for c in rubric.components}
         assert test["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
     assert "Total: 0 /" in proc.stdout
 

@@ -1,5 +1,8 @@
 """Forbidden modules fail their component, found statically and at run time."""
+import pytest
 from conftest import grade_folder, scores_by_component, solutions_with
+
+from autograder.forbidden import scan_forbidden
 
 ANCHOR = "import numpy as np\n"
 
@@ -20,3 +23,36 @@ def test_import_built_at_run_time_is_caught_by_the_worker(rubric, tmp_path):
     softmax = [r for r in run.results if r.case.check == "backprop.softmax"]
     assert softmax and all("import of torch (backprop.py, line" in r.output for r in softmax)
     assert all(r.passed for r in run.results if r.case.component == "ngram")
+
+
+# Each reaches a forbidden recurrent built-in another way, unseen by the static scan (the worker must
+# catch it); each is a working LSTM step otherwise.
+CELL = "    gates = x_t @ W_ih.T + h_prev @ W_hh.T + b  # (B, 4H)"
+REACHED = [
+    ("attribute access", "    return torch.lstm_cell(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
+    ("getattr with a built string", "    fn = getattr(getattr(torch, '_' + 'VF'), 'lstm' + '_cell')\n    return fn(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
+    ("the read-only C namespace", "    fn = getattr(getattr(torch._C, '_Variable' + 'Functions'), 'lstm_cell')\n    return fn(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
+    ("an alias bound at import", "    from torch.nn.modules.rnn import LSTMCell as Cell\n    cell = Cell(x_t.shape[1], h_prev.shape[1]).to(x_t.dtype)\n"
+     "    return cell(x_t, (h_prev, c_prev))\n", "torch.nn.LSTMCell"),
+    ("a subclass", "    class Mine(getattr(torch.nn, 'LSTM' + 'Cell')):\n        pass\n    return Mine(1, 1)(x_t, (h_prev, c_prev))\n", "torch.nn.LSTMCell"),
+    ("an aten op", "    return getattr(torch.ops.aten, 'lstm_' + 'cell')(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
+]
+
+
+@pytest.mark.parametrize("route, code, name", REACHED, ids=[r[0] for r in REACHED])
+def test_forbidden_call_is_caught_however_reached(rubric, tmp_path, route, code, name):
+    folder = solutions_with(tmp_path, "lstm.py", CELL, code + CELL)
+    run = grade_folder(rubric, folder, tmp_path, component_ids=["rnn", "lstm"])
+    lstm = [r for r in run.results if r.case.component == "lstm"]
+    assert lstm and not any(r.passed for r in lstm)
+    assert all(f"{name} (lstm.py, line" in r.output for r in lstm), lstm[0].output
+    assert all(r.passed for r in run.results if r.case.component == "rnn")
+
+
+def test_static_scan_names_forbidden_calls_and_private_kernels(tmp_path):
+    source = tmp_path / "lstm.py"
+    source.write_text("import torch\nfrom torch import nn\nfrom torch.nn import GRU\n\n"
+                      "def f(x):\n    m = nn.LSTM(2, 3)\n    k = torch._VF\n    return torch.nn.RNNCell\n")
+    calls = ["torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNNCell", "torch._VF.lstm_cell"]
+    assert scan_forbidden(source, [], calls) == [
+        "line 3: use of torch.nn.GRU", "line 6: use of torch.nn.LSTM", "line 7: use of torch._VF", "line 8: use of torch.nn.RNNCell"]

@@ -20,4 +20,4 @@ def check(check_id: str):
     return register
 
 
-from . import backprop, ngram  # noqa: E402,F401  (registers the checks)
+from . import backprop, lstm, ngram, rnn  # noqa: E402,F401  (registers the checks)

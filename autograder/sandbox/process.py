@@ -67,7 +67,7 @@ def discard_output(stream) -> None:
 class Worker:
     """One running worker process holding one submission."""
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], limits: Limits):
+    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits):
         self.limits = limits
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
         workdir = self.scratch / "submission"
@@ -88,7 +88,7 @@ class Worker:
         os.close(reply_write)
         self.drainer = threading.Thread(target=discard_output, args=(self.proc.stdout,), daemon=True)
         self.drainer.start()
-        hello = {"limits": asdict(limits), "forbidden_modules": forbidden_modules}
+        hello = {"limits": asdict(limits), "forbidden_modules": forbidden_modules, "forbidden_calls": forbidden_calls}
         self.exchange(hello, [], time.monotonic() + STARTUP_SECONDS)
 
     def exchange(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:

@@ -41,8 +41,9 @@ class Remote:
 class Student:
     """The submission, reached through a worker that is replaced when it fails."""
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], limits: Limits):
-        self.submission_dir, self.forbidden_modules, self.limits = submission_dir, forbidden_modules, limits
+    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits):
+        self.submission_dir, self.limits = submission_dir, limits
+        self.forbidden_modules, self.forbidden_calls = forbidden_modules, forbidden_calls
         self.worker: Worker | None = None
         self.deadline: float | None = None  # set per case by the runner
 
@@ -73,7 +74,7 @@ class Student:
 
     def start(self) -> None:
         if self.worker is None:
-            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.limits)
+            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits)
 
     def stop(self) -> None:
         if self.worker is not None:

@@ -8,43 +8,18 @@ request pipe closes. Everything it sends is untrusted by the parent.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import os
 import resource
 import sys
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wire  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
+import guard  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
+import wire  # noqa: E402
 
 del sys.path[0]
 
 SUBMISSION_DIR = os.getcwd()
-
-
-class ForbiddenImports(importlib.abc.MetaPathFinder):
-    """Refuses imports of the component's forbidden modules and records who tried."""
-
-    def __init__(self, modules: list[str]):
-        self.modules = modules
-        self.violations: list[str] = []
-
-    def find_spec(self, fullname, path=None, target=None):
-        if any(fullname == m or fullname.startswith(m + ".") for m in self.modules):
-            where = student_location(sys._getframe(1))
-            self.violations.append(f"import of {fullname}{where}")
-            raise ImportError(f"{fullname} may not be used in this component")
-        return None
-
-
-def student_location(frame) -> str:
-    """' (file.py, line N)' for the innermost frame in the submission, else ''."""
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if filename.startswith(SUBMISSION_DIR + os.sep):
-            return f" ({os.path.basename(filename)}, line {frame.f_lineno})"
-        frame = frame.f_back
-    return ""
 
 
 def apply_limits(limits: dict) -> None:
@@ -121,8 +96,7 @@ def main() -> None:
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     hello, _ = wire.read_frame(request_fd)
     apply_limits(hello["limits"])
-    guard = ForbiddenImports(hello["forbidden_modules"])
-    sys.meta_path.insert(0, guard)
+    forbidden = guard.Guard(SUBMISSION_DIR, hello["forbidden_modules"], hello["forbidden_calls"])
     sys.path.insert(0, SUBMISSION_DIR)
     objects = Objects()
     wire.write_frame(reply_fd, {"ready": True}, [])
@@ -135,7 +109,7 @@ def main() -> None:
             reply, out = serve(request, blobs, objects)
         except BaseException as exc:  # student code may raise anything, SystemExit included
             reply, out = {"error": describe_error(exc)}, []
-        reply["violations"] = guard.violations
+        reply["violations"] = forbidden.violations
         sys.stdout.flush()
         sys.stderr.flush()
         wire.write_frame(reply_fd, reply, out)

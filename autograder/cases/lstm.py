@@ -1,0 +1,103 @@
+"""Cases for component `lstm` (lstm.py).
+
+The gates must come in PyTorch's order i, f, g, o. Weights are random and
+non-symmetric, h0 and c0 are never zero, and sequences are long, so a swapped
+gate order, a missing tanh on the cell or an ignored initial state all show.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..gradients import check_gradients
+from . import check
+from .common import tensor, tensors
+
+
+def lstm_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str) -> list[torch.Tensor]:
+    """x (B, T, I), h0 (B, H), c0 (B, H), W_ih (4H, I), W_hh (4H, H), b (4H,)."""
+    return [tensor(rng, batch, steps, d_in, dtype=dtype, scale=1.0), tensor(rng, batch, hidden, dtype=dtype),
+            tensor(rng, batch, hidden, dtype=dtype), tensor(rng, 4 * hidden, d_in, dtype=dtype),
+            tensor(rng, 4 * hidden, hidden, dtype=dtype), tensor(rng, 4 * hidden, dtype=dtype)]
+
+
+def wrong_step(x_t, h, c, W_ih, W_hh, b, *, order: str = "ifgo", cell_tanh: bool = True, transpose: bool = True):
+    """An LSTM step with one classic mistake switched on, for the feedback's hints."""
+    gates = x_t @ W_ih.T + h @ (W_hh.T if transpose else W_hh) + b
+    blocks = dict(zip(order, gates.chunk(4, dim=-1)))
+    i, f, g, o = torch.sigmoid(blocks["i"]), torch.sigmoid(blocks["f"]), torch.tanh(blocks["g"]), torch.sigmoid(blocks["o"])
+    c = f * c + i * g
+    return o * (torch.tanh(c) if cell_tanh else c), c
+
+
+def wrong_forward(x, h0, c0, W_ih, W_hh, b, zero_state: bool = False, **mistake):
+    h, c = (torch.zeros_like(h0), torch.zeros_like(c0)) if zero_state else (h0, c0)
+    hs = []
+    for t in range(x.shape[1]):
+        h, c = wrong_step(x[:, t], h, c, W_ih, W_hh, b, **mistake)
+        hs.append(h)
+    return torch.stack(hs, dim=1)
+
+
+def unpack_forward(t, got, what: str) -> tuple:
+    """(hs, h_last, c_last) from what lstm_forward returned, or a failure that says what was expected."""
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        t.fail(f"{what}: expected (hs, (h_last, c_last)), got {type(got).__name__}.")
+    (hs,) = tensors(t, got[:1], what, ("hs",))
+    return (hs, *tensors(t, got[1], f"{what}: the final state", ("h_last", "c_last")))
+
+
+MISTAKES = {
+    "the gates are split in the lecture's order i, f, o, g; PyTorch's (and ours) is i, f, g, o": {"order": "ifog"},
+    "tanh is missing on the cell state (h_t = o * c_t)": {"cell_tanh": False},
+    "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": {"transpose": False},
+    "h0 and c0 are ignored (the recurrence starts from zeros)": {"zero_state": True},
+}
+
+
+@check("lstm.step")
+def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
+    x, h0, c0, W_ih, W_hh, b = lstm_inputs(t.rng, batch, 1, d_in, hidden, dtype)
+    x_t = x[:, 0]
+    h_t, c_t = t.expect(lambda ref: ref.lstm.lstm_step(x_t, h0, c0, W_ih, W_hh, b))
+    what = f"lstm_step with B={batch}, I={d_in}, H={hidden}, {dtype}"
+    got_h, got_c = tensors(t, t.student.lstm.lstm_step(x_t, h0, c0, W_ih, W_hh, b), what, ("h_t", "c_t"))
+    step_mistakes = {m: kw for m, kw in MISTAKES.items() if "zero_state" not in kw}
+    for i, (name, got, want) in enumerate((("c_t", got_c, c_t), ("h_t", got_h, h_t))):
+        hints = {m: (lambda kw=kw, i=i: wrong_step(x_t, h0, c0, W_ih, W_hh, b, **kw)[1 - i]) for m, kw in step_mistakes.items()}
+        t.close(got, want, f"{what}: {name}", hints=hints)
+
+
+@check("lstm.forward")
+def forward(t, batch: int = 3, steps: int = 15, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
+    """Values over a long sequence, and the inputs are left as they were."""
+    args = lstm_inputs(t.rng, batch, steps, d_in, hidden, dtype)
+    hs, (h_last, c_last) = t.expect(lambda ref: ref.lstm.lstm_forward(*args))
+    placed = [t.student.put(a) for a in args]
+    what = f"lstm_forward over T={steps} steps, {dtype}"
+    got_hs, got_h, got_c = unpack_forward(t, t.student.lstm.lstm_forward(*placed), what)
+    t.close(got_hs, hs, f"{what}: hs", hints={m: (lambda kw=kw: wrong_forward(*args, **kw)) for m, kw in MISTAKES.items()})
+    t.close(got_h, h_last, f"{what}: h_last")
+    t.close(got_c, c_last, f"{what}: c_last")
+    for name, arg, remote in zip(("x", "h0", "c0", "W_ih", "W_hh", "b"), args, placed):
+        t.close(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
+
+
+@check("lstm.forward_gradients")
+def forward_gradients(t, batch: int = 3, steps: int = 8, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
+    """Backpropagation through time: gradients of every input, state and weight after T steps."""
+    args = lstm_inputs(t.rng, batch, steps, d_in, hidden, dtype)
+    check_gradients(t, t.student.lstm.lstm_forward, lambda *a: t.expect(lambda ref: ref.lstm.lstm_forward(*a)), args,
+                    grad_args=range(6), names=("x", "h0", "c0", "W_ih", "W_hh", "b"), outputs=("hs", "h_last", "c_last"))
+
+
+@check("lstm.batch_permutation")
+def batch_permutation(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden: int = 4):
+    """Examples in a batch are independent: permuting the batch permutes the outputs (no reference needed)."""
+    x, h0, c0, W_ih, W_hh, b = lstm_inputs(t.rng, batch, steps, d_in, hidden, "float64")
+    perm = torch.from_numpy(t.rng.permutation(batch))
+    hs, h, c = unpack_forward(t, t.student.lstm.lstm_forward(x, h0, c0, W_ih, W_hh, b), "lstm_forward")
+    hs_p, h_p, c_p = unpack_forward(t, t.student.lstm.lstm_forward(x[perm], h0[perm], c0[perm], W_ih, W_hh, b), "lstm_forward")
+    what = "lstm_forward on a permuted batch"
+    t.close(hs_p, hs[perm], f"{what}: hs must be permuted the same way (do examples mix?)")
+    t.close(h_p, h[perm], f"{what}: h_last")
+    t.close(c_p, c[perm], f"{what}: c_last")

@@ -1,0 +1,142 @@
+"""Cases for component `rnn` (rnn.py).
+
+Weights are random and non-symmetric, input and hidden sizes differ, h0 is
+never zero and sequences are long enough for a wrong recurrence to drift, so
+a missing transpose, an ignored h0 or an off-by-one in time all show.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..gradients import check_gradients, fill_parameters, load_reference_weights
+from . import check
+from .common import DTYPES, tensor, tensors
+
+def rnn_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str) -> list[torch.Tensor]:
+    """x (B, T, I), h0 (B, H), W_xh (H, I), W_hh (H, H), b_h (H,)."""
+    return [tensor(rng, batch, steps, d_in, dtype=dtype, scale=1.0), tensor(rng, batch, hidden, dtype=dtype),
+            tensor(rng, hidden, d_in, dtype=dtype), tensor(rng, hidden, hidden, dtype=dtype), tensor(rng, hidden, dtype=dtype)]
+
+
+def wrong_forward(x, h0, W_xh, W_hh, b_h, *, transpose: bool = True, use_h0: bool = True, tanh: bool = True, shift: bool = False):
+    """The recurrence with one classic mistake switched on, for the feedback's hints."""
+    h = h0 if use_h0 else torch.zeros_like(h0)
+    hs = [h] if shift else []
+    for t in range(x.shape[1]):
+        pre = x[:, t] @ W_xh.T + h @ (W_hh.T if transpose else W_hh) + b_h
+        h = torch.tanh(pre) if tanh else pre
+        hs.append(h)
+    return torch.stack(hs[: x.shape[1]], dim=1)
+
+
+def forward_hints(x, h0, W_xh, W_hh, b_h) -> dict:
+    return {
+        "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, transpose=False),
+        "h0 is ignored (the recurrence starts from zeros)": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, use_h0=False),
+        "tanh is missing": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, tanh=False),
+        "hs is one step late: hs[:, t] must be the state after reading x[:, t], without h0": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, shift=True),
+    }
+
+
+def reference_model(t, vocab: int, embed: int, hidden: int, dtype: str):
+    model = t.expect(lambda ref: ref.rnn.RNNLM(vocab, embed, hidden))
+    return fill_parameters(t.rng, model.to(DTYPES[dtype]))
+
+
+def student_model(t, vocab: int, embed: int, hidden: int, reference):
+    model = t.student.rnn.RNNLM(vocab, embed, hidden)
+    load_reference_weights(t, model, reference)
+    return model
+
+
+@check("rnn.step")
+def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
+    x, h0, W_xh, W_hh, b_h = rnn_inputs(t.rng, batch, 1, d_in, hidden, dtype)
+    x_t = x[:, 0]
+    want = t.expect(lambda ref: ref.rnn.rnn_step(x_t, h0, W_xh, W_hh, b_h))
+    got = t.student.rnn.rnn_step(x_t, h0, W_xh, W_hh, b_h)
+    t.close(got, want, f"rnn_step with B={batch}, I={d_in}, H={hidden}, {dtype}", hints={
+        "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": lambda: torch.tanh(x_t @ W_xh.T + h0 @ W_hh + b_h),
+        "the bias is missing": lambda: torch.tanh(x_t @ W_xh.T + h0 @ W_hh.T),
+        "tanh is missing": lambda: x_t @ W_xh.T + h0 @ W_hh.T + b_h,
+    })
+
+
+@check("rnn.forward")
+def forward(t, batch: int = 3, steps: int = 12, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
+    """Values over a long sequence, and the inputs are left as they were."""
+    args = rnn_inputs(t.rng, batch, steps, d_in, hidden, dtype)
+    hs, h_last = t.expect(lambda ref: ref.rnn.rnn_forward(*args))
+    placed = [t.student.put(a) for a in args]
+    what = f"rnn_forward over T={steps} steps, {dtype}"
+    got_hs, got_last = tensors(t, t.student.rnn.rnn_forward(*placed), what, ("hs", "h_last"))
+    t.close(got_hs, hs, f"{what}: hs", hints=forward_hints(*args))
+    t.close(got_last, h_last, f"{what}: h_last")
+    for name, arg, remote in zip(("x", "h0", "W_xh", "W_hh", "b_h"), args, placed):
+        t.close(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
+
+
+@check("rnn.forward_gradients")
+def forward_gradients(t, batch: int = 3, steps: int = 8, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
+    """Backpropagation through time: gradients of every input and weight after T steps."""
+    args = rnn_inputs(t.rng, batch, steps, d_in, hidden, dtype)
+    check_gradients(t, t.student.rnn.rnn_forward, lambda *a: t.expect(lambda ref: ref.rnn.rnn_forward(*a)), args,
+                    grad_args=range(5), names=("x", "h0", "W_xh", "W_hh", "b_h"), outputs=("hs", "h_last"))
+
+
+@check("rnn.lm_forward")
+def lm_forward(t, batch: int = 3, steps: int = 7, vocab: int = 11, embed: int = 4, hidden: int = 6, with_h0: bool = False, dtype: str = "float64"):
+    ref_model = reference_model(t, vocab, embed, hidden, dtype)
+    model = student_model(t, vocab, embed, hidden, ref_model)
+    ids = torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
+    h0 = [tensor(t.rng, batch, hidden, dtype=dtype)] if with_h0 else []
+    with torch.no_grad():
+        logits, h_last = ref_model(ids, *h0)
+    what = f"RNNLM forward on ids of shape {(batch, steps)}" + (" with h0" if with_h0 else " with h0=None")
+    got_logits, got_last = tensors(t, model(ids, *h0), what, ("logits", "h_last"))
+    t.close(got_logits, logits, f"{what}: logits")
+    t.close(got_last, h_last, f"{what}: h_last")
+
+
+@check("rnn.lm_gradients")
+def lm_gradients(t, batch: int = 3, steps: int = 6, vocab: int = 9, embed: int = 4, hidden: int = 5, dtype: str = "float64"):
+    """Every parameter's gradient (and h0's) through the whole model."""
+    ref_model = reference_model(t, vocab, embed, hidden, dtype)
+    model = student_model(t, vocab, embed, hidden, ref_model)
+    ids = torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
+    check_gradients(t, model, ref_model, [ids, tensor(t.rng, batch, hidden, dtype=dtype)], grad_args=[1], names=["h0"],
+                    outputs=("logits", "h_last"), parameters=(model, ref_model))
+
+
+@check("rnn.loss")
+def loss(t, batch: int = 4, steps: int = 9, vocab: int = 10, embed: int = 4, hidden: int = 5):
+    """Teacher forcing: the logits at t are scored against the token at t + 1; then the loss's gradients."""
+    ref_model = reference_model(t, vocab, embed, hidden, "float64")
+    model = student_model(t, vocab, embed, hidden, ref_model)
+    ids = torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
+    with torch.no_grad():
+        logits, _ = ref_model(ids)
+    want = t.expect(lambda ref: ref.rnn.rnn_lm_loss(ref_model, ids).item())
+    got = t.student.rnn.rnn_lm_loss(model, ids)
+    if type(got) is not torch.Tensor or got.numel() != 1:
+        t.fail(f"rnn_lm_loss: expected a scalar tensor, got {type(got).__name__}.")
+    flat = lambda lg, tg: F.cross_entropy(lg.reshape(-1, vocab), tg.reshape(-1)).item()  # noqa: E731
+    t.close(got.item(), want, f"rnn_lm_loss on ids of shape {(batch, steps)}", hints={
+        "the logits are not shifted: position t is scored against its own token": lambda: flat(logits, ids),
+        "shifted the wrong way: logits[:, 1:] against ids[:, :-1]": lambda: flat(logits[:, 1:], ids[:, :-1]),
+        "the sum over predictions instead of the mean": lambda: want * batch * (steps - 1),
+    })
+    check_gradients(t, t.student.rnn.rnn_lm_loss, lambda _model, i: t.expect(lambda ref: ref.rnn.rnn_lm_loss(ref_model, i)),
+                    [model, ids], grad_args=[], names=[], outputs=["loss"], parameters=(model, ref_model))
+
+
+@check("rnn.batch_permutation")
+def batch_permutation(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden: int = 4):
+    """Examples in a batch are independent: permuting the batch permutes the outputs (no reference needed)."""
+    x, h0, W_xh, W_hh, b_h = rnn_inputs(t.rng, batch, steps, d_in, hidden, "float64")
+    perm = torch.from_numpy(t.rng.permutation(batch))
+    hs, h_last = tensors(t, t.student.rnn.rnn_forward(x, h0, W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
+    hs_p, h_last_p = tensors(t, t.student.rnn.rnn_forward(x[perm], h0[perm], W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
+    t.close(hs_p, hs[perm], "rnn_forward on a permuted batch: hs must be permuted the same way (do examples mix?)")
+    t.close(h_last_p, h_last[perm], "rnn_forward on a permuted batch: h_last")

@@ -1,0 +1,127 @@
+"""Gradient cases: student and reference get the same weights, the same inputs
+and the same random upstream gradient; every output, every parameter gradient
+and every input gradient is compared.
+
+The reference runs here, in the parent. The student's pass runs in the worker,
+driven through the generic remote calls: inputs are placed there with
+`requires_grad`, the output stays there, `torch.autograd.backward` is called
+there with the parent's upstream gradient, and the `.grad` of each input and
+parameter comes back as data. Outputs are always compared before gradients,
+so an all-zero implementation never passes on its gradients alone.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .sandbox.remote import Remote
+
+
+def random_like(rng: np.random.Generator, t: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    return torch.from_numpy(rng.normal(scale=scale, size=tuple(t.shape))).to(t.dtype)
+
+
+def fill_parameters(rng: np.random.Generator, module: torch.nn.Module, scale: float = 0.5) -> torch.nn.Module:
+    """Random, non-symmetric weights (so a missing transpose shows) drawn from the case's RNG."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(random_like(rng, p, scale))
+    return module
+
+
+def load_reference_weights(t, student_module: Remote, reference_module: torch.nn.Module) -> None:
+    """Give the student's module the reference's weights, dtype included, by state-dict name."""
+    want = {k: v.detach() for k, v in reference_module.state_dict().items()}
+    got = t.student.call(student_module.state_dict)
+    if not isinstance(got, dict):
+        t.fail(f"state_dict() returned {type(got).__name__}; is your model a torch.nn.Module?")
+    shapes = {k: tuple(v.shape) for k, v in got.items() if isinstance(v, torch.Tensor)}
+    missing = [k for k in want if k not in shapes]
+    extra = [k for k in shapes if k not in want]
+    wrong = [f"{k} {shapes[k]} (expected {tuple(want[k].shape)})" for k in want if k in shapes and shapes[k] != tuple(want[k].shape)]
+    if missing or extra or wrong:
+        problems = [f"missing {', '.join(missing)}"] * bool(missing) + [f"unexpected {', '.join(extra)}"] * bool(extra)
+        t.fail("The model's parameters do not match the required names and shapes: "
+               + "; ".join(problems + [f"wrong shape: {', '.join(wrong)}"] * bool(wrong))
+               + f". Expected exactly: {', '.join(f'{k} {tuple(v.shape)}' for k, v in want.items())}.")
+    if next(iter(want.values())).dtype == torch.float64:
+        student_module.double()
+    student_module.load_state_dict(want, strict=True)
+
+
+def check_gradients(t, student_fn: Remote, reference_fn, args: Sequence, *, grad_args: Sequence[int], names: Sequence[str],
+                    outputs: Sequence[str], parameters: tuple[Remote, torch.nn.Module] | None = None) -> None:
+    """Compare outputs, then input gradients (args at `grad_args`, called `names`), then parameter gradients.
+
+    `outputs` names the tensors of the output in order (e.g. "hs", "h_last"), nested tuples flattened.
+    `parameters` = (student module, reference module) whose weights were loaded with load_reference_weights.
+    A student object among `args` (a Remote) reaches the reference as it is: the reference callable
+    uses its own module in that place.
+    """
+    ref_args = [_leaf(a, i in grad_args) for i, a in enumerate(args)]
+    ref_out = _tensors(reference_fn(*ref_args))
+    upstream = [random_like(t.rng, o) for o in ref_out]
+    torch.autograd.backward(ref_out, upstream)
+
+    stu_args = [t.student.put(_leaf(a, True)) if i in grad_args else a for i, a in enumerate(args)]
+    out = t.student.call(student_fn, *stu_args, keep=True)
+    got = _tensors_or_fail(t, t.student.value(out), len(ref_out), outputs)
+    for name, g, w in zip(outputs, got, ref_out):
+        t.close(g.detach(), w.detach(), name)
+        if not g.requires_grad:
+            t.fail(f"{name} is detached from the autograd graph, so no gradient can flow back through it "
+                   "(.detach(), .data, .item(), numpy or torch.no_grad() in the forward pass?).")
+    leaves = t.student.torch.utils._pytree.tree_leaves(out, keep=True)
+    tensors = [t.student.call(t.student.operator.getitem, leaves, i, keep=True) for i in range(len(ref_out))]
+    t.student.torch.autograd.backward(tensors, upstream)
+
+    for i, name in zip(grad_args, names):
+        _compare_grad(t, t.student.value(stu_args[i].grad), ref_args[i].grad, f"the gradient of {name}")
+    if parameters is not None:
+        student_module, reference_module = parameters
+        for pname, p in reference_module.named_parameters():
+            remote = student_module
+            for part in pname.split("."):
+                remote = getattr(remote, part)
+            _compare_grad(t, t.student.value(remote.grad), p.grad, f"the gradient of parameter {pname}")
+
+
+def _leaf(value, requires_grad: bool):
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(requires_grad)
+    return value
+
+
+def _tensors(out) -> list[torch.Tensor]:
+    """The tensors of a (nested) tuple/list output, in order."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for item in out for t in _tensors(item)]
+    raise TypeError(type(out).__name__)
+
+
+def _tensors_or_fail(t, got, count: int, outputs: Sequence[str]) -> list[torch.Tensor]:
+    try:
+        tensors = _tensors(got)
+    except TypeError:
+        tensors = None
+    if tensors is None or len(tensors) != count or not all(type(x) is torch.Tensor for x in tensors):
+        t.fail(f"Expected the output to hold {count} tensor(s): {', '.join(outputs)}; got {_describe(got)}.")
+    return tensors
+
+
+def _describe(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of " + ", ".join(_describe(v) for v in value)
+    if isinstance(value, torch.Tensor):
+        return f"tensor{tuple(value.shape)}"
+    return type(value).__name__
+
+
+def _compare_grad(t, got, want: torch.Tensor, what: str) -> None:
+    if got is None:
+        t.fail(f"{what}: no gradient reached it; the computation must use it through differentiable torch operations.")
+    t.close(got, want, what)

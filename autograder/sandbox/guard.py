@@ -1,0 +1,115 @@
+"""Inside the worker: refuse the built-ins a component forbids, and record who tried.
+
+Installed before the submission is imported, so an alias the student binds at
+import time (`from torch.nn import LSTM`) already holds the stand-in. A
+forbidden call is replaced wherever a loaded module holds that same object
+(`torch.nn.LSTM` is also `torch.nn.modules.rnn.LSTM`; `torch._VF.lstm` is also
+`torch.lstm`), so attribute access, `getattr` with a built string and aliases
+all reach the stand-in. The parent also scans the source (forbidden.py).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import os
+import sys
+
+
+class Forbidden(Exception):
+    """Raised in student code that reaches a forbidden built-in."""
+
+
+class Guard(importlib.abc.MetaPathFinder):
+    def __init__(self, submission_dir: str, modules: list[str], calls: list[str]):
+        self.submission_dir = submission_dir + os.sep
+        self.modules = modules
+        self.violations: list[str] = []
+        sys.meta_path.insert(0, self)
+        for dotted in calls:
+            self._replace(dotted)
+
+    # ---- modules -------------------------------------------------------------
+
+    def find_spec(self, fullname, path=None, target=None):
+        if any(fullname == m or fullname.startswith(m + ".") for m in self.modules):
+            self._record(f"import of {fullname}", sys._getframe(1))
+            raise ImportError(f"{fullname} may not be used in this component")
+        return None
+
+    # ---- calls ---------------------------------------------------------------
+
+    def _replace(self, dotted: str) -> None:
+        owner_name, name = dotted.rsplit(".", 1)
+        owner = resolve(owner_name)
+        original = getattr(owner, name)
+        stand_in = self._stand_in(dotted, original)
+        for module in list(sys.modules.values()):
+            for key, value in list(getattr(module, "__dict__", {}).items()):
+                if value is original:
+                    setattr(module, key, stand_in)
+        setattr(owner, name, stand_in)
+        for namespace_owner, attr in _READ_ONLY_NAMESPACES.get(owner_name, ()):
+            shadow = _Shadow.over(resolve(namespace_owner), attr)
+            shadow.blocked[name] = stand_in
+        aten = resolve("torch.ops.aten") if owner_name == "torch._VF" else None
+        if aten is not None and hasattr(aten, name):
+            setattr(aten, name, stand_in)
+
+    def _stand_in(self, dotted: str, original):
+        guard = self
+
+        def refuse(*args, **kwargs):
+            guard._record(f"call of {dotted}", sys._getframe(1))
+            raise Forbidden(f"{dotted} may not be used in this component")
+
+        if isinstance(original, type):  # a class: refuse instances and subclasses alike
+            return type(original.__name__, (), {
+                "__new__": lambda cls, *a, **k: refuse(),
+                "__init_subclass__": classmethod(lambda cls, **k: refuse()),
+            })
+        return refuse
+
+    def _record(self, what: str, frame) -> None:
+        while frame is not None and not frame.f_code.co_filename.startswith(self.submission_dir):
+            frame = frame.f_back
+        where = f" ({os.path.basename(frame.f_code.co_filename)}, line {frame.f_lineno})" if frame else ""
+        self.violations.append(what + where)
+
+
+# torch._VF's kernels also live on a read-only C namespace; it is swapped for a
+# delegating shadow, which torch._VF itself also reads through.
+_READ_ONLY_NAMESPACES = {"torch._VF": (("torch._C", "_VariableFunctions"), ("torch._VF", "vf"))}
+
+
+class _Shadow:
+    """Stands in for a read-only namespace: forbidden names are blocked, the rest delegate."""
+
+    def __init__(self, target):
+        self.target, self.blocked = target, {}
+
+    @classmethod
+    def over(cls, owner, attr: str) -> _Shadow:
+        current = getattr(owner, attr)
+        if isinstance(current, cls):
+            return current
+        shadow = cls(current)
+        setattr(owner, attr, shadow)
+        return shadow
+
+    def __getattr__(self, name):
+        blocked = self.__dict__["blocked"]
+        return blocked[name] if name in blocked else getattr(self.__dict__["target"], name)
+
+
+def resolve(dotted: str):
+    """The object at a dotted path: the longest importable module prefix, then attributes."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(dotted)
