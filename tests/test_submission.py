@@ -8,7 +8,7 @@ from autograder.submission import SubmissionError, open_submission
 
 
 def test_folder_zip_nested_and_single_file(tmp_path):
-    assert open_submission(SOLUTIONS, tmp_path / "a").files == {"ngram.py", "backprop.py"}
+    assert open_submission(SOLUTIONS, tmp_path / "a").files == {p.name for p in SOLUTIONS.glob("*.py")}
     archive = tmp_path / "hw.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.write(SOLUTIONS / "ngram.py", "hw1/ngram.py")

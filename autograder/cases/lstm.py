@@ -20,12 +20,12 @@ def lstm_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str)
             tensor(rng, 4 * hidden, hidden, dtype=dtype), tensor(rng, 4 * hidden, dtype=dtype)]
 
 
-def wrong_step(x_t, h, c, W_ih, W_hh, b, *, order: str = "ifgo", cell_tanh: bool = True, transpose: bool = True):
+def wrong_step(x_t, h, c, W_ih, W_hh, b, *, order: str = "ifgo", cell_tanh: bool = True, swap_fg: bool = False, g_act=torch.tanh):
     """An LSTM step with one classic mistake switched on, for the feedback's hints."""
-    gates = x_t @ W_ih.T + h @ (W_hh.T if transpose else W_hh) + b
+    gates = x_t @ W_ih.T + h @ W_hh.T + b
     blocks = dict(zip(order, gates.chunk(4, dim=-1)))
-    i, f, g, o = torch.sigmoid(blocks["i"]), torch.sigmoid(blocks["f"]), torch.tanh(blocks["g"]), torch.sigmoid(blocks["o"])
-    c = f * c + i * g
+    i, f, g, o = torch.sigmoid(blocks["i"]), torch.sigmoid(blocks["f"]), g_act(blocks["g"]), torch.sigmoid(blocks["o"])
+    c = f * g + i * c if swap_fg else f * c + i * g
     return o * (torch.tanh(c) if cell_tanh else c), c
 
 
@@ -49,7 +49,8 @@ def unpack_forward(t, got, what: str) -> tuple:
 MISTAKES = {
     "the gates are split in the lecture's order i, f, o, g; PyTorch's (and ours) is i, f, g, o": {"order": "ifog"},
     "tanh is missing on the cell state (h_t = o * c_t)": {"cell_tanh": False},
-    "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": {"transpose": False},
+    "the forget gate scales the candidate and the input gate the old cell (c_t = f * g + i * c_prev)": {"swap_fg": True},
+    "sigmoid instead of tanh for the candidate g": {"g_act": torch.sigmoid},
     "h0 and c0 are ignored (the recurrence starts from zeros)": {"zero_state": True},
 }
 
@@ -76,7 +77,7 @@ def forward(t, batch: int = 3, steps: int = 15, d_in: int = 4, hidden: int = 5, 
     what = f"lstm_forward over T={steps} steps, {dtype}"
     got_hs, got_h, got_c = unpack_forward(t, t.student.lstm.lstm_forward(*placed), what)
     t.close(got_hs, hs, f"{what}: hs", hints={m: (lambda kw=kw: wrong_forward(*args, **kw)) for m, kw in MISTAKES.items()})
-    t.close(got_h, h_last, f"{what}: h_last")
+    t.close(got_h, h_last, f"{what}: h_last", hints={"h_last and c_last are swapped: return (hs, (h, c))": lambda: c_last})
     t.close(got_c, c_last, f"{what}: c_last")
     for name, arg, remote in zip(("x", "h0", "c0", "W_ih", "W_hh", "b"), args, placed):
         t.close(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
@@ -90,14 +91,14 @@ def forward_gradients(t, batch: int = 3, steps: int = 8, d_in: int = 4, hidden: 
                     grad_args=range(6), names=("x", "h0", "c0", "W_ih", "W_hh", "b"), outputs=("hs", "h_last", "c_last"))
 
 
-@check("lstm.batch_permutation")
-def batch_permutation(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden: int = 4):
-    """Examples in a batch are independent: permuting the batch permutes the outputs (no reference needed)."""
+@check("lstm.batch_independence")
+def batch_independence(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden: int = 4):
+    """Examples in a batch are independent: permuting the batch permutes the outputs, and an example
+    run alone gives its row of the batch (no reference needed)."""
     x, h0, c0, W_ih, W_hh, b = lstm_inputs(t.rng, batch, steps, d_in, hidden, "float64")
     perm = torch.from_numpy(t.rng.permutation(batch))
-    hs, h, c = unpack_forward(t, t.student.lstm.lstm_forward(x, h0, c0, W_ih, W_hh, b), "lstm_forward")
-    hs_p, h_p, c_p = unpack_forward(t, t.student.lstm.lstm_forward(x[perm], h0[perm], c0[perm], W_ih, W_hh, b), "lstm_forward")
-    what = "lstm_forward on a permuted batch"
-    t.close(hs_p, hs[perm], f"{what}: hs must be permuted the same way (do examples mix?)")
-    t.close(h_p, h[perm], f"{what}: h_last")
-    t.close(c_p, c[perm], f"{what}: c_last")
+    whole = unpack_forward(t, t.student.lstm.lstm_forward(x, h0, c0, W_ih, W_hh, b), "lstm_forward")
+    for rows, what in ((perm, "on a permuted batch"), (perm[:1], "on one example alone")):
+        part = unpack_forward(t, t.student.lstm.lstm_forward(x[rows], h0[rows], c0[rows], W_ih, W_hh, b), "lstm_forward")
+        for name, got, full in zip(("hs", "h_last", "c_last"), part, whole):
+            t.close(got, full[rows], f"lstm_forward {what}: {name} must be the matching rows of the whole batch's (do examples mix?)")

@@ -95,7 +95,12 @@ def lm_forward(t, batch: int = 3, steps: int = 7, vocab: int = 11, embed: int = 
         logits, h_last = ref_model(ids, *h0)
     what = f"RNNLM forward on ids of shape {(batch, steps)}" + (" with h0" if with_h0 else " with h0=None")
     got_logits, got_last = tensors(t, model(ids, *h0), what, ("logits", "h_last"))
-    t.close(got_logits, logits, f"{what}: logits")
+    with torch.no_grad():
+        from_zeros = ref_model(ids)[0]
+    t.close(got_logits, logits, f"{what}: logits", hints={
+        "the output bias b_y is missing": lambda: logits - ref_model.b_y.detach(),
+        "the given h0 is ignored (the recurrence starts from zeros)": lambda: from_zeros,
+    })
     t.close(got_last, h_last, f"{what}: h_last")
 
 
@@ -131,12 +136,14 @@ def loss(t, batch: int = 4, steps: int = 9, vocab: int = 10, embed: int = 4, hid
                     [model, ids], grad_args=[], names=[], outputs=["loss"], parameters=(model, ref_model))
 
 
-@check("rnn.batch_permutation")
-def batch_permutation(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden: int = 4):
-    """Examples in a batch are independent: permuting the batch permutes the outputs (no reference needed)."""
+@check("rnn.batch_independence")
+def batch_independence(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden: int = 4):
+    """Examples in a batch are independent: permuting the batch permutes the outputs, and an example
+    run alone gives its row of the batch (no reference needed)."""
     x, h0, W_xh, W_hh, b_h = rnn_inputs(t.rng, batch, steps, d_in, hidden, "float64")
     perm = torch.from_numpy(t.rng.permutation(batch))
-    hs, h_last = tensors(t, t.student.rnn.rnn_forward(x, h0, W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
-    hs_p, h_last_p = tensors(t, t.student.rnn.rnn_forward(x[perm], h0[perm], W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
-    t.close(hs_p, hs[perm], "rnn_forward on a permuted batch: hs must be permuted the same way (do examples mix?)")
-    t.close(h_last_p, h_last[perm], "rnn_forward on a permuted batch: h_last")
+    whole = tensors(t, t.student.rnn.rnn_forward(x, h0, W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
+    for rows, what in ((perm, "on a permuted batch"), (perm[:1], "on one example alone")):
+        part = tensors(t, t.student.rnn.rnn_forward(x[rows], h0[rows], W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
+        for name, got, full in zip(("hs", "h_last"), part, whole):
+            t.close(got, full[rows], f"rnn_forward {what}: {name} must be the matching rows of the whole batch's (do examples mix?)")
