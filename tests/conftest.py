@@ -43,9 +43,13 @@ def solutions_with(tmp_path: Path, file: str, old: str, new: str) -> Path:
 
 def assert_caught_in_component_only(rubric, tmp_path: Path, component: str, old: str, new: str, must_fail: set[str], feedback: str):
     """Grade solutions/ with one mistake in `component`'s file: it loses points there and only there,
-    in at least the checks `must_fail`, with `feedback` somewhere in what the student reads."""
+    in at least the checks `must_fail`, with `feedback` somewhere in what the student reads.
+
+    Only the components graded from that file are graded again: the others import no other solution
+    file (test_solution_files_are_independent), so their results cannot move."""
     file = next(c.file for c in rubric.components if c.id == component)
-    run = grade_folder(rubric, solutions_with(tmp_path, file, old, new), tmp_path)
+    same_file = [c.id for c in rubric.components if c.file == file]
+    run = grade_folder(rubric, solutions_with(tmp_path, file, old, new), tmp_path, component_ids=same_file)
     scores = scores_by_component(run)
     assert scores[component][0] < scores[component][1]
     assert all(got == most for cid, (got, most) in scores.items() if cid != component), scores

@@ -40,14 +40,7 @@ class Guard(importlib.abc.MetaPathFinder):
 
     def _replace(self, dotted: str) -> None:
         owner_name, name = dotted.rsplit(".", 1)
-        owner = resolve(owner_name)
-        original = getattr(owner, name)
-        stand_in = self._stand_in(dotted, original)
-        for module in list(sys.modules.values()):
-            for key, value in list(getattr(module, "__dict__", {}).items()):
-                if value is original:
-                    setattr(module, key, stand_in)
-        setattr(owner, name, stand_in)
+        stand_in = replace_everywhere(dotted, lambda original: self._stand_in(dotted, original))
         for namespace_owner, attr in _READ_ONLY_NAMESPACES.get(owner_name, ()):
             shadow = _Shadow.over(resolve(namespace_owner), attr)
             shadow.blocked[name] = stand_in
@@ -74,6 +67,36 @@ class Guard(importlib.abc.MetaPathFinder):
             frame = frame.f_back
         where = f" ({os.path.basename(frame.f_code.co_filename)}, line {frame.f_lineno})" if frame else ""
         self.violations.append(what + where)
+
+
+class Spy:
+    """Records the first argument of every call to a function (e.g. the probabilities passed to
+    torch.multinomial), then calls it; installed like a stand-in, so aliases are spied on too."""
+
+    def __init__(self, dotted: str):
+        self.calls: list = []
+        replace_everywhere(dotted, self._wrap)
+
+    def _wrap(self, original):
+        def spied(first, *args, **kwargs):
+            self.calls.append(first.detach().clone() if hasattr(first, "detach") else first)
+            return original(first, *args, **kwargs)
+
+        return spied
+
+
+def replace_everywhere(dotted: str, make_replacement):
+    """Swap the object at `dotted` for make_replacement(object) wherever a loaded module holds it."""
+    owner_name, name = dotted.rsplit(".", 1)
+    owner = resolve(owner_name)
+    original = getattr(owner, name)
+    replacement = make_replacement(original)
+    for module in list(sys.modules.values()):
+        for key, value in list(getattr(module, "__dict__", {}).items()):
+            if value is original:
+                setattr(module, key, replacement)
+    setattr(owner, name, replacement)
+    return replacement
 
 
 # torch._VF's kernels also live on a read-only C namespace; it is swapped for a

@@ -70,6 +70,13 @@ class Student:
         """A numpy Generator built in the worker (an RNG cannot travel as data)."""
         return wire.Make("numpy_rng", seed)
 
+    def torch_generator(self, seed: int) -> wire.Make:
+        return wire.Make("torch_generator", seed)
+
+    def spy(self, dotted: str) -> Remote:
+        """Record what student code passes to the function at `dotted`; read it back from `.calls`."""
+        return self.put(wire.Make("spy", dotted))
+
     # ---- worker lifecycle ----------------------------------------------------
 
     def start(self) -> None:

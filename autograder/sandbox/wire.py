@@ -50,15 +50,15 @@ class Handle:
 
 
 class Make:
-    """A value the worker constructs itself (an RNG it cannot receive as bytes)."""
+    """A value the worker constructs itself: an RNG from a seed, or a spy on a dotted function name."""
 
-    __slots__ = ("kind", "seed")
-    KINDS = ("numpy_rng",)
+    __slots__ = ("kind", "arg")
+    KINDS = {"numpy_rng": int, "torch_generator": int, "spy": str}
 
-    def __init__(self, kind: str, seed: int):
-        if kind not in self.KINDS:
-            raise WireError(f"unknown constructor {kind!r}")
-        self.kind, self.seed = kind, int(seed)
+    def __init__(self, kind: str, arg):
+        if kind not in self.KINDS or type(arg) is not self.KINDS[kind]:
+            raise WireError(f"malformed constructor {kind!r}")
+        self.kind, self.arg = kind, arg
 
 
 class Expr:
@@ -99,7 +99,7 @@ def encode(value, blobs: list[bytes], to_handle=None):
     if t is Handle:
         return {"__handle__": [value.id, value.type_name]}
     if t is Make:
-        return {"__make__": [value.kind, value.seed]}
+        return {"__make__": [value.kind, value.arg]}
     if t is Expr:
         base = value.base if isinstance(value.base, str) else encode(value.base, blobs)
         return {"__expr__": [base, list(value.attrs)]}
@@ -190,8 +190,8 @@ def decode(data, blobs: list[bytes], from_handle=None, resolve=None):
             raise WireError("malformed handle")
         return from_handle(id) if from_handle else Handle(id, type_name[:200])
     if tag == "__make__":
-        kind, seed = _pair(body)
-        made = Make(kind, seed)
+        kind, arg = _pair(body)
+        made = Make(kind, arg)
         return resolve(made) if resolve else made
     if tag == "__expr__":
         base, attrs = _pair(body)

@@ -56,11 +56,17 @@ class Objects:
 
 
 def build(value):
-    """Turn the parent's requests for objects into the objects: an RNG, or a student attribute."""
+    """Turn the parent's requests for objects into the objects: an RNG, a spy, or a student attribute."""
     if isinstance(value, wire.Make):
+        if value.kind == "spy":
+            return guard.Spy(value.arg)
+        if value.kind == "torch_generator":
+            import torch
+
+            return torch.Generator().manual_seed(value.arg)
         import numpy
 
-        return numpy.random.default_rng(value.seed)
+        return numpy.random.default_rng(value.arg)
     obj = importlib.import_module(value.base) if isinstance(value.base, str) else value.base
     for name in value.attrs:
         obj = getattr(obj, name)
