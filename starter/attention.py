@@ -1,0 +1,129 @@
+# Starter code generated from the reference solution by `autograder release`.
+# Replace each `raise NotImplementedError` with your implementation.
+"""Components `attention` and `causal_mask`: attention, from one query to many heads.
+
+Conventions:
+- Batch first: a sequence is (B, T, ...). Leading "..." dimensions are batch
+  dimensions of any number (heads are one of them).
+- A weight W of shape (d_out, d_in) maps x to x @ W.T (PyTorch's layout).
+- Boolean masks: True = this key may be attended to, False = it is ignored
+  and its attention weight is exactly 0. Masks broadcast like any tensor.
+- A query whose keys are ALL masked attends to nothing: its attention weights
+  are all 0 and its output (context) is the zero vector. Never NaN.
+- Every function returns tensors of the dtype and device of its inputs
+  (float32 and float64, CPU and CUDA) and never modifies its inputs in place.
+- No dropout; autograd is allowed and expected.
+Write attention yourself with matmuls, masked_fill and torch.softmax:
+torch.nn.functional.scaled_dot_product_attention, torch.nn.MultiheadAttention
+and torch.nn.functional.multi_head_attention_forward fail the component.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def dot_product_attention(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Encoder-decoder (Bahdanau/Luong-style) attention of one query per example.
+
+    query: (B, H) the decoder state; keys: (B, S, H) the encoder states;
+    values: (B, S, Dv), often the encoder states again; mask: (B, S) bool or
+    None (None = every position may be attended to).
+    The score of source position j is the plain dot product
+        score_j = query . keys_j          (no scaling),
+    positions where mask is False are ignored (weight exactly 0), the weights
+    are the softmax of the scores over the S positions, and the context is the
+    weighted sum of the values. A row whose positions are all masked gets all
+    weights 0 and a zero context.
+    Returns (context, weights): context: (B, Dv), weights: (B, S), each
+    unmasked row of weights summing to 1.
+    """
+    raise NotImplementedError("dot_product_attention is not implemented yet")
+
+
+def scaled_dot_product_attention(
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Scaled dot-product attention, softmax(Q K^T / sqrt(dk)) V.
+
+    Q: (..., Tq, dk) queries; K: (..., Tk, dk) keys; V: (..., Tk, dv) values,
+    with the same leading batch dimensions "..." (any number, possibly none);
+    mask: a bool tensor broadcastable to (..., Tq, Tk), or None for no mask.
+    mask[..., i, j] True = query i may attend to key j; False = the weight of
+    key j for query i is exactly 0 (not merely small). Each query's weights
+    over the keys it may attend to sum to 1; a query with no allowed key gets
+    all weights 0 and a zero output row (never NaN, in values or gradients).
+    Returns the outputs: (..., Tq, dv).
+    """
+    raise NotImplementedError("scaled_dot_product_attention is not implemented yet")
+
+
+def causal_mask(T: int, device=None) -> torch.Tensor:
+    """The causal (autoregressive) attention mask for a sequence of length T.
+
+    Returns a (T, T) bool tensor on `device` (None = the default device) with
+    rows indexing query positions and columns key positions: entry [i, j] is
+    True when position i may attend to position j, that is when j <= i
+    (on and below the diagonal), and False for every later position.
+    """
+    raise NotImplementedError("causal_mask is not implemented yet")
+
+
+def multi_head_self_attention(
+    x: torch.Tensor,
+    W_q: torch.Tensor,
+    W_k: torch.Tensor,
+    W_v: torch.Tensor,
+    W_o: torch.Tensor,
+    num_heads: int,
+    causal: bool = True,
+) -> torch.Tensor:
+    """Multi-head self-attention over a batch of sequences.
+
+    x: (B, T, d); W_q, W_k, W_v, W_o: (d, d); num_heads divides d, and each
+    head has dk = d // num_heads dimensions.
+    Queries, keys and values are Q = x @ W_q.T, K = x @ W_k.T, V = x @ W_v.T,
+    each (B, T, d) and split into heads: head h owns columns h*dk:(h+1)*dk
+    (reshape to (B, T, num_heads, dk), then make the heads a batch dimension,
+    (B, num_heads, T, dk)). Every head runs scaled dot-product attention on
+    its own slice; with causal=True position i attends only to positions
+    j <= i, with causal=False to every position. The head outputs are
+    concatenated in head order back to (B, T, d) and mapped by W_o:
+    output = concat @ W_o.T.
+    Returns (B, T, d).
+    """
+    raise NotImplementedError("multi_head_self_attention is not implemented yet")
+
+
+def multi_head_cross_attention(
+    x: torch.Tensor,
+    memory: torch.Tensor,
+    W_q: torch.Tensor,
+    W_k: torch.Tensor,
+    W_v: torch.Tensor,
+    W_o: torch.Tensor,
+    num_heads: int,
+    memory_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Multi-head cross-attention: queries from x, keys and values from memory.
+
+    x: (B, Tq, d) e.g. decoder states; memory: (B, Tk, d) e.g. encoder
+    outputs; W_q, W_k, W_v, W_o: (d, d); num_heads divides d.
+    Q = x @ W_q.T, K = memory @ W_k.T, V = memory @ W_v.T, split into heads
+    exactly as in `multi_head_self_attention`, concatenated in head order and
+    mapped by W_o. No causal mask. memory_mask: (B, Tk) bool or None;
+    memory_mask[b, j] False means memory position j of example b (padding,
+    say) is ignored by every query of every head of that example.
+    Returns (B, Tq, d).
+    """
+    raise NotImplementedError("multi_head_cross_attention is not implemented yet")
