@@ -26,6 +26,13 @@ def quick_rubric(rubric):
     return dataclasses.replace(rubric, components=components)
 
 
+@pytest.fixture(scope="session")
+def rubric_without_training(rubric):
+    """The real rubric less the training case, for mistakes that other cases catch in a fraction of the time."""
+    components = [dataclasses.replace(c, cases=[k for k in c.cases if k.check != "transformer.training"]) for c in rubric.components]
+    return dataclasses.replace(rubric, components=components)
+
+
 def grade_folder(rubric, folder: Path, tmp_path: Path, **kwargs) -> GradeRun:
     submission = open_submission(folder, tmp_path / "graded-copy")
     return grade(rubric, submission, secret="tests", **kwargs)
@@ -41,10 +48,13 @@ def solutions_with(tmp_path: Path, file: str, old: str, new: str) -> Path:
     return folder
 
 
-def assert_caught_in_component_only(rubric, tmp_path: Path, component: str, old: str, new: str, must_fail: set[str], feedback: str):
+def assert_caught_in_component_only(rubric, tmp_path: Path, component: str, old: str, new: str, must_fail: set[str], feedback: str,
+                                    also: frozenset[str] = frozenset()):
     """Grade solutions/ with one mistake in `component`'s file: it loses points there and only there,
     in at least the checks `must_fail`, with `feedback` somewhere in what the student reads.
 
+    `also` names checks of a sibling component of the same file that the mistake genuinely breaks too
+    (an inverted mask makes causal self-attention see the future); their component may lose points.
     Only the components graded from that file are graded again: the others import no other solution
     file (test_solution_files_are_independent), so their results cannot move."""
     file = next(c.file for c in rubric.components if c.id == component)
@@ -52,8 +62,11 @@ def assert_caught_in_component_only(rubric, tmp_path: Path, component: str, old:
     run = grade_folder(rubric, solutions_with(tmp_path, file, old, new), tmp_path, component_ids=same_file)
     scores = scores_by_component(run)
     assert scores[component][0] < scores[component][1]
-    assert all(got == most for cid, (got, most) in scores.items() if cid != component), scores
-    assert must_fail <= {r.case.check for r in run.results if not r.passed}
+    may_lose = {component} | {check.split(".")[0] for check in also}
+    assert all(got == most for cid, (got, most) in scores.items() if cid not in may_lose), scores
+    failed = {r.case.check for r in run.results if not r.passed}
+    assert must_fail <= failed
+    assert {c for c in failed if not c.startswith(component + ".")} <= also, failed
     assert feedback in "\n".join(r.output for r in run.results if not r.passed)
 
 

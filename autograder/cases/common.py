@@ -1,8 +1,11 @@
-"""Helpers shared by the cases of the torch components: inputs, and unpacking results."""
+"""Helpers shared by the cases: tensor inputs, unpacking results, and a chi-square test of samples."""
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import torch
+from scipy import stats
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -17,3 +20,22 @@ def tensors(t, got, what: str, names: tuple[str, ...]) -> tuple:
     if not (isinstance(got, tuple | list) and len(got) == len(names) and all(type(g) is torch.Tensor for g in got)):
         t.fail(f"{what}: expected a tuple of {len(names)} tensors ({', '.join(names)}), got {type(got).__name__}.")
     return tuple(got)
+
+
+def chi_square_p_value(transitions: Counter, probs: dict) -> float:
+    """p-value of the observed transitions, pooling outcomes expected fewer than 5 times."""
+    statistic, dof = 0.0, 0
+    for h, dist in probs.items():
+        total = sum(c for (hh, _), c in transitions.items() if hh == h)
+        observed = np.array([transitions[(h, w)] for w in dist], dtype=float)
+        expected = np.array([total * p for p in dist.values()])
+        small = expected < 5
+        if small.any():
+            observed = np.append(observed[~small], observed[small].sum())
+            expected = np.append(expected[~small], expected[small].sum())
+        keep = expected > 0
+        if keep.sum() < 2:
+            continue
+        statistic += float((((observed - expected) ** 2) / np.where(keep, expected, 1))[keep].sum())
+        dof += int(keep.sum()) - 1
+    return float(stats.chi2.sf(statistic, dof)) if dof else 1.0

@@ -5,9 +5,9 @@ import math
 from collections import Counter
 
 import numpy as np
-from scipy import stats
 
 from . import check
+from .common import chi_square_p_value
 
 BOS, EOS = "<s>", "</s>"
 WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "ran", "to", "big", "red", "hat"]
@@ -207,7 +207,7 @@ def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
     unknown = [w for (_, w) in transitions if w not in probs[next(iter(probs))]]
     if unknown:
         t.fail(f"sample drew {unknown[0]!r}, which is not in vocab.")
-    p_value = _chi_square(transitions, probs)
+    p_value = chi_square_p_value(transitions, probs)
     if p_value < 1e-6:
         t.fail(f"{draws} samples do not follow the model's distribution (chi-square p = {p_value:.1e}): "
                "draw each word from next_token_distribution of the last n - 1 words (BOS-padded).")
@@ -218,25 +218,6 @@ def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
 
 def _transition_probs(model, transitions: Counter, n: int) -> dict:
     return {h: model.next_token_distribution(list(h)) for h in {h for h, _ in transitions}}
-
-
-def _chi_square(transitions: Counter, probs: dict) -> float:
-    """p-value of the observed transitions, pooling outcomes expected fewer than 5 times."""
-    statistic, dof = 0.0, 0
-    for h, dist in probs.items():
-        total = sum(c for (hh, _), c in transitions.items() if hh == h)
-        observed = np.array([transitions[(h, w)] for w in dist], dtype=float)
-        expected = np.array([total * p for p in dist.values()])
-        small = expected < 5
-        if small.any():
-            observed = np.append(observed[~small], observed[small].sum())
-            expected = np.append(expected[~small], expected[small].sum())
-        keep = expected > 0
-        if keep.sum() < 2:
-            continue
-        statistic += float((((observed - expected) ** 2) / np.where(keep, expected, 1))[keep].sum())
-        dof += int(keep.sum()) - 1
-    return float(stats.chi2.sf(statistic, dof)) if dof else 1.0
 
 
 @check("ngram.inputs_unchanged")

@@ -78,9 +78,10 @@ class Spy:
         replace_everywhere(dotted, self._wrap)
 
     def _wrap(self, original):
-        def spied(first, *args, **kwargs):
+        def spied(*args, **kwargs):
+            first = args[0] if args else kwargs.get("input")
             self.calls.append(first.detach().clone() if hasattr(first, "detach") else first)
-            return original(first, *args, **kwargs)
+            return original(*args, **kwargs)
 
         return spied
 

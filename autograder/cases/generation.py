@@ -1,0 +1,398 @@
+"""Cases for component `transformer`: generation (greedy, temperature, top-k) and training.
+
+Generation runs the student's `generate` on the student's TransformerLM holding the reference's float64
+weights. Greedy output must equal the reference's token for token. Sampling is graded through a spy on
+torch.multinomial: the probabilities passed at each step are compared with the reference's for the prefix
+the student actually had, so no two runs need to draw alike; a chi-square test over many seeded draws
+then checks that the tokens really are drawn from those probabilities with the generator passed in.
+Prompts and max_new_tokens take the sequence past context_length, so the crop to the last
+context_length tokens matters everywhere.
+
+Training runs the grader's own loop (AdamW on cross-entropy, batches drawn by the grader) on the
+student's model in the worker, one remote call per operation, and the same loop on the reference here,
+from the same weights and batches; the student's losses must fall as the reference's do.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+from unittest import mock
+
+import numpy as np
+import torch
+
+from ..gradients import fill_parameters, load_reference_weights
+from ..sandbox.process import StudentRaised
+from . import check
+from .common import chi_square_p_value
+from .transformer import lm_logits, lm_modules
+
+# A small float64 model: V, context_length, d_model, num_layers, num_heads, d_ff.
+VOCAB, CONTEXT = 13, 8
+SIZES = {"d_model": 16, "num_layers": 2, "num_heads": 2, "d_ff": 32}
+
+
+def tiny_lm(t, vocab: int = VOCAB, context_length: int = CONTEXT):
+    """(student, reference) pre-LN TransformerLMs with the same random float64 weights."""
+    return lm_modules(t, vocab, context_length, norm_first=True, dtype="float64", **SIZES)
+
+
+def random_prompt(t, length: int, vocab: int) -> torch.Tensor:
+    return torch.from_numpy(t.rng.integers(0, vocab, size=length))
+
+
+def generated(t, got, prompt: torch.Tensor, max_new_tokens: int, vocab: int, context_length: int, what: str) -> torch.Tensor:
+    """The student's output, or a failure unless it is int64 (T0 + max_new_tokens,), the prompt followed by ids in [0, V)."""
+    want = (len(prompt) + max_new_tokens,)
+    if type(got) is not torch.Tensor:
+        t.fail(f"{what}: expected a torch tensor of shape {want}, got {type(got).__name__}.")
+    shape = tuple(got.shape)
+    if shape != want:
+        likely = {(max_new_tokens,): "returns only the new tokens; return the prompt followed by them",
+                  (1, want[0]): "returns a batch of one; return a 1-D tensor",
+                  (context_length,): "returns the cropped sequence; crop only what goes into the model"}.get(shape)
+        t.fail(f"{what}: expected shape {want} (T0 = {len(prompt)} prompt tokens + {max_new_tokens} new ones), got {shape}."
+               + (f" Likely mistake: {likely}." if likely else ""))
+    if got.dtype != torch.int64:
+        t.fail(f"{what}: expected token ids of dtype torch.int64, got {got.dtype}.")
+    if not torch.equal(got[: len(prompt)], prompt):
+        t.fail(f"{what}: the output must start with the prompt, unchanged.")
+    if got.min() < 0 or got.max() >= vocab:
+        t.fail(f"{what}: the new tokens must be ids in [0, {vocab}); got {got[len(prompt):].tolist()}.")
+    return got
+
+
+# ---- greedy ---------------------------------------------------------------------------------------------
+
+
+def greedy(model, prompt: torch.Tensor, max_new_tokens: int, *, crop: str = "last", position: int = -1) -> torch.Tensor:
+    """Greedy decoding with a classic mistake: the context cropped to its first tokens, or the logits read at position 0."""
+    ids, n = prompt, model.context_length
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            window = ids[-n:] if crop == "last" else ids[:n]
+            ids = torch.cat([ids, model(window[None])[0, position].argmax().view(1)])
+    return ids
+
+
+@check("transformer.generate_greedy")
+def generate_greedy(t, prompt_len: int = 5, max_new_tokens: int = 10):
+    """temperature=0: the reference's tokens exactly (float64 weights, so no near-ties)."""
+    model, reference = tiny_lm(t)
+    prompt = random_prompt(t, prompt_len, VOCAB)
+    want = t.expect(lambda ref: ref.transformer.generate(reference, prompt, max_new_tokens, temperature=0.0))
+    what = f"generate(model, prompt of {prompt_len} tokens, max_new_tokens={max_new_tokens}, temperature=0) with context_length={CONTEXT}"
+    try:
+        got = t.student.transformer.generate(model, prompt, max_new_tokens, temperature=0.0)
+    except StudentRaised as exc:
+        if exc.type_name == "ValueError":
+            t.fail(f"{what}: your code raised ValueError ({exc.message}) once the sequence was longer than context_length: "
+                   "feed the model only the last context_length tokens.")
+        raise
+    got = generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
+    t.close(got, want, f"{what}: the tokens", hints={
+        "the context is cropped to its first context_length tokens instead of its last": lambda: greedy(reference, prompt, max_new_tokens, crop="first"),
+        "the next token is read from the logits at position 0 instead of the last position": lambda: greedy(reference, prompt, max_new_tokens, position=0),
+    })
+
+
+@check("transformer.generate_output")
+def generate_output(t, prompt_len: int = 11, max_new_tokens: int = 4):
+    """The result's type, shape and dtype for a prompt longer than the context, greedy and sampled;
+    the whole prompt comes first, and the prompt passed in is left as it was."""
+    model, _ = tiny_lm(t)
+    prompt = random_prompt(t, prompt_len, VOCAB)
+    placed = t.student.put(prompt)
+    for temperature in (0.0, 1.0):
+        what = f"generate(model, prompt of {prompt_len} tokens, max_new_tokens={max_new_tokens}, temperature={temperature:g})"
+        got = t.student.transformer.generate(model, placed, max_new_tokens, temperature, generator=t.student.torch_generator(t.seed % 2**32))
+        generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
+        t.close(t.student.value(placed), prompt, f"{what}: the prompt afterwards (it must not be modified in place)")
+
+
+# ---- sampling -------------------------------------------------------------------------------------------
+
+
+def reference_probs(t, model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
+    """What the reference passes to torch.multinomial for the token after `prefix`."""
+    seen, real = [], torch.multinomial
+
+    def record(probs, *args, **kwargs):
+        seen.append(probs.detach().clone())
+        return real(probs, *args, **kwargs)
+
+    with mock.patch.object(torch, "multinomial", record):
+        t.expect(lambda ref: ref.transformer.generate(model, prefix, 1, temperature, top_k))
+    return seen[0]
+
+
+def sampling_hints(model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> dict:
+    """Probabilities with one classic mistake each, from the reference model's logits for `prefix`."""
+    with torch.no_grad():
+        logits = model(prefix[-model.context_length:][None])[0, -1]
+    V = len(logits)
+
+    def at_least_kth(k: int) -> torch.Tensor:
+        return logits >= logits.sort(descending=True).values[min(k, V) - 1]
+
+    keep = at_least_kth(top_k) if top_k else torch.ones(V, dtype=torch.bool)
+
+    def softmax(scaled, kept=keep, fill=-math.inf):
+        return torch.softmax(scaled.masked_fill(~kept, fill), -1)
+
+    hints = {
+        "the temperature is ignored": lambda: softmax(logits),
+        "the logits are multiplied by the temperature instead of divided by it": lambda: softmax(logits * temperature),
+    }
+    if top_k:
+        hints |= {
+            "top_k is ignored": lambda: softmax(logits / temperature, torch.ones(V, dtype=torch.bool)),
+            "top-k keeps k + 1 logits": lambda: softmax(logits / temperature, at_least_kth(top_k + 1)),
+            "top-k keeps exactly k tokens, dropping those tied with the k-th logit":
+                lambda: softmax(logits / temperature, torch.zeros(V, dtype=torch.bool).scatter(0, logits.topk(top_k).indices, True)),
+            "the logits outside the top k are set to 0 instead of -inf before the softmax": lambda: softmax(logits / temperature, fill=0.0),
+            "the probabilities outside the top k are zeroed after the softmax but not renormalised":
+                lambda: torch.softmax(logits / temperature, -1) * keep,
+        }
+    return hints
+
+
+def tie_at_kth(rng: np.random.Generator, model, k: int) -> None:
+    """Make the logits at every position: k - 1 tokens in (1, 3), two tokens at exactly 0 (tied k-th),
+    the rest in (-3, -1). ln_final's output is then 1 exactly on dimension 0 (weight 0, bias 1) and
+    input-dependent elsewhere with norm below sqrt(d); the tied rows of lm_head read dimension 0 only."""
+    head, ln = model.lm_head.weight, model.ln_final
+    V, d = head.shape
+    order = rng.permutation(V)
+    offsets = torch.full((V,), -2.0, dtype=head.dtype)
+    offsets[order[: k - 1]], offsets[order[k - 1: k + 1]] = 2.0, 0.0
+    with torch.no_grad():
+        ln.weight[0], ln.bias.zero_()[0] = 0.0, 1.0
+        rows = head[:, 1:] * ln.weight[1:]
+        head[:, 1:] *= 0.9 / math.sqrt(d) / rows.norm(dim=1, keepdim=True)  # |logit - offset| <= 0.9
+        head[:, 0] = offsets
+        head[order[k - 1: k + 1], 1:] = 0.0
+
+
+@check("transformer.generate_sampling")
+def generate_sampling(t, temperature: float, top_k: int | None = None, tie: bool = False, prompt_len: int = 5, max_new_tokens: int = 10):
+    """One torch.multinomial call per new token, each with the reference's probabilities for the prefix the
+    student had at that step (the cropped context, softmax(logits / T), top-k keeping ties), and every
+    new token one those probabilities allow. `tie` makes two logits tie at the k-th place at every step."""
+    model, reference = tiny_lm(t)
+    if tie:
+        tie_at_kth(t.rng, reference, top_k)
+        load_reference_weights(t, model, reference)
+    prompt = random_prompt(t, prompt_len, VOCAB)
+    spy = t.student.spy("torch.multinomial")
+    what = (f"generate(model, prompt of {prompt_len} tokens, max_new_tokens={max_new_tokens}, temperature={temperature:g}, "
+            f"top_k={top_k}) with context_length={CONTEXT}")
+    got = t.student.transformer.generate(model, prompt, max_new_tokens, temperature, top_k, generator=t.student.torch_generator(t.seed % 2**32))
+    got = generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
+    calls = t.student.value(spy.calls)
+    if len(calls) != max_new_tokens:
+        t.fail(f"{what}: torch.multinomial was called {len(calls)} times; call it exactly once per new token, as "
+               "torch.multinomial(probs, 1, generator=generator) (not probs.multinomial, torch.distributions or numpy).")
+    for i, probs in enumerate(calls):
+        prefix = got[: prompt_len + i]
+        want = reference_probs(t, reference, prefix, temperature, top_k)
+        if type(probs) is torch.Tensor and probs.shape == (1, VOCAB):
+            probs = probs[0]
+        step = f"{what}: the probabilities passed to torch.multinomial for new token {i} (after {len(prefix)} tokens)"
+        t.close(probs, want, step, hints=sampling_hints(reference, prefix, temperature, top_k))
+        if want[got[len(prefix)]] == 0:
+            t.fail(f"{step}: new token {i} is one they give probability 0; append what torch.multinomial returned.")
+
+
+@check("transformer.generate_distribution")
+def generate_distribution(t, temperature: float, top_k: int | None = None, draws: int = 2000, vocab: int = 6, prompt_len: int = 5):
+    """Single new tokens from one prompt, each with its own seeded generator, follow the reference's
+    distribution (chi-square, p < 1e-6 fails: a correct solution fails once in a million); and two
+    generators seeded alike give the same continuation."""
+    model, reference = tiny_lm(t, vocab)
+    prompt = random_prompt(t, prompt_len, vocab)
+    probs = reference_probs(t, reference, prompt, temperature, top_k)
+    what = f"generate(model, prompt, 1, temperature={temperature:g}, top_k={top_k}, generator)"
+    seeds = [t.seed % 2**32 + i for i in range(draws)]
+    drawn = Counter()
+    for seed in seeds:
+        got = t.student.transformer.generate(model, prompt, 1, temperature, top_k, generator=t.student.torch_generator(seed))
+        drawn[int(generated(t, got, prompt, 1, vocab, CONTEXT, what)[-1])] += 1
+    impossible = [token for token in drawn if probs[token] == 0]
+    if impossible:
+        t.fail(f"{what} drew token {impossible[0]}, which top-k excludes (probability 0).")
+    if len(drawn) == 1 and probs.max() < 0.99:
+        t.fail(f"{what}: {draws} generators seeded differently all gave the same token: draw with "
+               "torch.multinomial(probs, 1, generator=generator), not argmax and not a fixed seed.")
+    p_value = chi_square_p_value(Counter({((), token): n for token, n in drawn.items()}), {(): dict(enumerate(probs.tolist()))})
+    if p_value < 1e-6:
+        t.fail(f"{what}: {draws} draws (one per seed) do not follow softmax(logits / temperature) restricted to the top k "
+               f"(chi-square p = {p_value:.1e}): draw the token torch.multinomial returns.")
+    again = [t.student.transformer.generate(model, prompt, CONTEXT, temperature, top_k, generator=t.student.torch_generator(seeds[0]))
+             for _ in range(2)]
+    if not torch.equal(*again):
+        t.fail(f"{what}: two generators seeded alike gave different continuations: draw only from the generator passed in.")
+
+
+# ---- training -------------------------------------------------------------------------------------------
+
+CORPUS = Path(__file__).with_name("data") / "corpus.txt"
+TRAIN_SIZES = {"context_length": 32, "d_model": 32, "num_layers": 2, "num_heads": 2, "d_ff": 64}
+
+
+@functools.cache
+def corpus() -> tuple[int, torch.Tensor, torch.Tensor]:
+    """(V, train ids, held-out ids): characters of the course's own corpus, the last 10% held out."""
+    text = CORPUS.read_text(encoding="utf-8")
+    chars = sorted(set(text))
+    ids = torch.tensor([chars.index(c) for c in text])
+    cut = len(ids) * 9 // 10
+    return len(chars), ids[:cut], ids[cut:]
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Tiny models train many times faster on one thread than on several competing ones (as in the worker)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+class Here:
+    """The training loop's operations run in this process (the reference)."""
+
+    torch = torch
+
+    @staticmethod
+    def keep(fn, *args, **kwargs):
+        return fn(*args, **kwargs)
+
+    fetch = keep
+
+
+class InWorker:
+    """The training loop's operations run in the worker, on the student's objects, which stay there."""
+
+    def __init__(self, student):
+        self.student, self.torch = student, student.torch
+
+    def keep(self, fn, *args, **kwargs):
+        return self.student.call(fn, *args, keep=True, **kwargs)
+
+    def fetch(self, fn, *args, **kwargs):
+        return self.student.call(fn, *args, **kwargs)
+
+
+def train(on, model, batches: list[tuple[torch.Tensor, torch.Tensor]], lr: float) -> list[float]:
+    """The grader's loop, the same for both sides: AdamW, mean cross-entropy over every position. The loss
+    is computed here from the model's logits, so the student's loss functions play no part."""
+    optimizer = on.keep(on.torch.optim.AdamW, on.keep(model.parameters), lr=lr)
+    losses = []
+    for x, y in batches:
+        logits = on.keep(model, x)
+        loss = on.keep(on.torch.nn.functional.cross_entropy, on.keep(logits.flatten, 0, 1), y.flatten())
+        on.fetch(loss.backward)
+        on.fetch(optimizer.step)
+        on.fetch(optimizer.zero_grad)
+        losses.append(on.fetch(loss.item))
+    return losses
+
+
+def last_logits(on, model, windows: torch.Tensor):
+    """The logits at the last position of each window, computed without an autograd graph."""
+    forward = on.keep(on.keep(on.torch.no_grad), model)
+    return on.fetch(on.keep(forward, windows).select, 1, -1)
+
+
+def small_init(rng: np.random.Generator, model):
+    """GPT-2-like weights drawn by the grader: normal(0, 0.02), LayerNorms at weight 1 and bias 0."""
+    fill_parameters(rng, model, scale=0.02)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".ln" in f".{name}":
+                p.fill_(1.0 if name.endswith("weight") else 0.0)
+    return model
+
+
+def trainable(t, model, reference) -> None:
+    """Every weight of the reference's is a parameter of the student's model that requires grad."""
+    got = t.student.call(t.student.builtins.dict, t.student.call(model.named_parameters, keep=True))
+    frozen = [name for name, _ in reference.named_parameters() if not (name in got and got[name].requires_grad)]
+    if frozen:
+        t.fail(f"Not trainable: {', '.join(frozen)} (missing from named_parameters() under these names, or requires_grad "
+               "is False), so the optimiser would never change them. Create every weight as an nn.Parameter or through "
+               "nn.Linear / nn.Embedding, on a submodule registered as an attribute or in an nn.ModuleList.")
+
+
+@check("transformer.training")
+def training(t, steps: int = 300, batch: int = 32, lr: float = 3e-3, init: Literal["grader", "own"] = "grader", margin: float = 0.1):
+    """The grader's loop trains the student's TransformerLM and the reference on the course corpus, from the
+    same weights (init="grader": drawn by the grader; "own": each model's own initialisation after the same
+    torch.manual_seed) on the same batches. The student's training loss (mean of the last 20 steps) and
+    held-out loss must come within `margin` nats of the reference's, and the held-out loss must beat
+    character frequencies. A model that does not learn (no gradient reaching its weights, frozen or
+    unregistered parameters, logits that ignore the input) fails; so does an untrainable initialisation."""
+    vocab, train_ids, held = corpus()
+    n = TRAIN_SIZES["context_length"]
+
+    def build(tf):
+        return tf.TransformerLM(vocab, **TRAIN_SIZES)
+
+    if init == "grader":
+        reference = small_init(t.rng, t.expect(lambda ref: build(ref.transformer)))
+        model = build(t.student.transformer)
+        load_reference_weights(t, model, reference)
+    else:
+        with torch.random.fork_rng():
+            torch.manual_seed(t.seed % 2**32)
+            reference = t.expect(lambda ref: build(ref.transformer))
+        t.student.torch.manual_seed(t.seed % 2**32)
+        model = build(t.student.transformer)
+    trainable(t, model, reference)
+    windows = train_ids[torch.from_numpy(t.rng.integers(0, len(train_ids) - n, size=(steps, batch, 1))) + torch.arange(n + 1)]
+    batches = [(w[:, :-1], w[:, 1:]) for w in windows]
+    what = f"TransformerLM(V={vocab}, " + ", ".join(f"{k}={v}" for k, v in TRAIN_SIZES.items()) + ")"
+    if not lm_logits(t, model, batches[0][0], vocab, f"{what} on a batch of shape {tuple(batches[0][0].shape)}").requires_grad:
+        t.fail(f"{what}: the logits do not require grad, so no gradient can reach the weights "
+               "(torch.no_grad(), .detach(), .data or numpy in forward?).")
+
+    with one_thread():
+        ref_losses = t.expect(lambda ref: train(Here, reference, batches, lr))
+    losses = train(InWorker(t.student), model, batches, lr)
+    run = f"{what} trained by the grader ({steps} AdamW steps, lr {lr:g}, batches of {batch} windows of {n} characters"
+    run += ", from the grader's weights)" if init == "grader" else ", from your own initialisation)"
+    final, ref_final = float(np.mean(losses[-20:])), float(np.mean(ref_losses[-20:]))
+    shown = t.visible
+    if not final <= ref_final + margin:
+        t.fail(f"{run}: the training loss went from {losses[0]:.3f} to {final:.3f} (mean of the last 20 steps); "
+               + (f"the reference's went from {ref_losses[0]:.3f} to {ref_final:.3f}, " if shown else "")
+               + f"and a correct model ends within {margin:g} of the reference's."
+               + (" It hardly moved: does a gradient reach every weight?" if abs(final - losses[0]) < 0.1 else ""))
+
+    held_windows, targets = held[:-1].unfold(0, n, 1), held[n:]
+    last = last_logits(InWorker(t.student), model, held_windows)
+    if type(last) is not torch.Tensor or tuple(last.shape) != (len(targets), vocab):
+        t.fail(f"{what}: on a batch of {len(targets)} held-out windows of {n} tokens, expected logits of shape {(len(targets), n, vocab)}.")
+    loss = torch.nn.functional.cross_entropy(last.double(), targets).item()
+    ref_loss = torch.nn.functional.cross_entropy(t.expect(lambda ref: last_logits(Here, reference, held_windows)).double(), targets).item()
+    unigram = unigram_loss(train_ids, held, vocab, n)
+    if not loss <= min(ref_loss + margin, unigram):
+        t.fail(f"{run}: on held-out text (each character given the {n} before it) its perplexity is {math.exp(loss):.2f}; "
+               + (f"the reference's is {math.exp(ref_loss):.2f}, " if shown else "")
+               + f"character frequencies alone give {math.exp(unigram):.2f}, and a correct model comes within {margin:g} nats "
+               "of the reference's cross-entropy."
+               + (" Its training loss ended well below the reference's: do positions see the tokens after them (causal mask)?"
+                  if final < ref_final - margin else ""))
+
+
+def unigram_loss(train_ids: torch.Tensor, held: torch.Tensor, vocab: int, context_length: int) -> float:
+    """The baseline: add-one character frequencies of the training text, on the same held-out targets."""
+    p = (torch.bincount(train_ids, minlength=vocab).double() + 1) / (len(train_ids) + vocab)
+    return -p[held[context_length:]].log().mean().item()

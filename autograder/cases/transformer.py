@@ -1,0 +1,279 @@
+"""Cases for component `transformer`: the modules and the language model (generation and training: generation.py).
+
+Every module gets random, non-symmetric weights (LayerNorm's weight around 1, its bias non-zero) loaded into
+both the reference and the student's module by state-dict name, so names, shapes, values and every gradient
+are graded together. Sizes are chosen so mistakes show: several heads with dk != d_model, d_ff != d_model,
+T < context_length as well as T == context_length, and LayerNorm inputs small enough that eps matters.
+Hints recompute classic mistakes with the reference's own submodules and weights.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..gradients import check_gradients, fill_parameters, load_reference_weights
+from ..sandbox.process import StudentRaised
+from . import check
+from .common import DTYPES, tensor
+
+
+def modules(t, build, dtype: str):
+    """(student, reference): `build(namespace)` builds the module from either side's transformer.py; the
+    reference gets random weights, LayerNorm weights (the only 1-D weights) shifted to around 1, and the
+    student's module gets the same weights."""
+    reference = fill_parameters(t.rng, t.expect(lambda ref: build(ref.transformer)).to(DTYPES[dtype]))
+    with torch.no_grad():
+        for name, p in reference.named_parameters():
+            if name.endswith("weight") and p.dim() == 1:
+                p.add_(1.0)
+    student = build(t.student.transformer)
+    load_reference_weights(t, student, reference)
+    return student, reference
+
+
+def values_and_gradients(t, student, reference, x: torch.Tensor, what: str, hints: dict) -> None:
+    """The output (with hints for known mistakes), the input left as it was, then the gradients of a
+    floating input and of every parameter."""
+    with torch.no_grad():
+        want = reference(x)
+    placed = t.student.put(x)
+    t.close(student(placed), want, what, hints=hints)
+    t.close(t.student.value(placed), x, f"{what}: the input afterwards (inputs must not be modified in place)")
+    grad_args = [0] if x.is_floating_point() else []
+    check_gradients(t, student, reference, [x], grad_args=grad_args, names=["x"], outputs=[what], parameters=(student, reference))
+
+
+def random_ids(t, batch: int, steps: int, vocab: int) -> torch.Tensor:
+    return torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
+
+
+# ---- known mistakes, recomputed with the reference's weights -------------------------------------------
+
+
+def layer_norm(m, x, eps: float, *, dims=(-1,), unbiased: bool = False, where: str = "inside"):
+    """LayerNorm with `m`'s weight and bias and a mistake: other axes, unbiased variance, eps "outside" the
+    sqrt or "missing"."""
+    mean = x.mean(dim=dims, keepdim=True)
+    var = x.var(dim=dims, keepdim=True, unbiased=unbiased)
+    std = {"inside": lambda: torch.sqrt(var + eps), "outside": lambda: torch.sqrt(var) + eps, "missing": lambda: torch.sqrt(var)}[where]()
+    return (x - mean) / std * m.weight + m.bias
+
+
+def attention(m, x, num_heads: int, allowed, *, split: bool = True, merge: bool = True, scale: float | None = None):
+    """Self-attention with `m`'s projections and a mistake: `allowed` (T, T) bool (None: no mask) in place of
+    the causal mask; split/merge False reshape heads without the transpose; another scale than 1/sqrt(dk)."""
+    B, T, d = x.shape
+    dk = d // num_heads
+    heads = (lambda z: z.view(B, T, num_heads, dk).transpose(1, 2)) if split else (lambda z: z.view(B, num_heads, T, dk))
+    q, k, v = heads(m.q_proj(x)), heads(m.k_proj(x)), heads(m.v_proj(x))
+    scores = q @ k.transpose(-2, -1) * (1 / math.sqrt(dk) if scale is None else scale)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    y = scores.softmax(dim=-1) @ v
+    return m.output_proj((y.transpose(1, 2) if merge else y).reshape(B, T, d))
+
+
+def block(m, x, norm_first: bool, *, attn_residual: bool = True, ffn_residual: bool = True,
+          normed_residual: bool = False, renorm: bool = False):
+    """TransformerBlock `m` with a mistake. Pre-LN only: `normed_residual` carries ln(x) on the residual
+    path; `renorm` also normalises each residual sum."""
+    sublayers = ((m.ln1, m.attn, attn_residual), (m.ln2, m.ffn, ffn_residual))
+    for ln, sublayer, residual in sublayers:
+        if norm_first:
+            normed = ln(x)
+            x = (normed if normed_residual else x) * residual + sublayer(normed)
+            x = ln(x) if renorm else x
+        else:
+            x = ln(x * residual + sublayer(x))
+    return x
+
+
+def language_model(m, ids, norm_first: bool, *, positions: str = "first", final_ln: bool = True, blocks_norm_first: bool | None = None):
+    """TransformerLM `m` with a mistake: `positions` "first" T rows, "last" T rows, "reversed", or "none";
+    no ln_final; blocks run with another norm_first."""
+    T = ids.shape[1]
+    table = m.position_embeddings.weight
+    x = m.token_embeddings(ids) + {"first": table[:T], "last": table[-T:], "reversed": table[:T].flip(0), "none": 0}[positions]
+    for layer in m.layers:
+        x = block(layer, x, norm_first if blocks_norm_first is None else blocks_norm_first)
+    if norm_first and final_ln:
+        x = m.ln_final(x)
+    return m.lm_head(x)
+
+
+# ---- the modules -----------------------------------------------------------------------------------
+
+
+@check("transformer.layer_norm")
+def layer_norm_case(t, batch: int = 2, steps: int = 5, d_model: int = 8, eps: float | None = None, scale: float = 0.05, dtype: str = "float64"):
+    """Over the last axis of a 3-D input. A small input `scale` makes var comparable to eps, so eps misplaced
+    or missing shows; each row has its own offset, so the mean must be subtracted."""
+    kwargs = {} if eps is None else {"eps": eps}
+    student, reference = modules(t, lambda tf: tf.LayerNorm(d_model, **kwargs), dtype)
+    x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=scale) + tensor(t.rng, batch, steps, 1, dtype=dtype)
+    m, e = reference, 1e-5 if eps is None else eps
+    hints = {
+        "the unbiased variance (divide by d_model - 1; torch.var's default unbiased=True)": lambda: layer_norm(m, x, e, unbiased=True),
+        "eps added outside the square root (sqrt(var) + eps)": lambda: layer_norm(m, x, e, where="outside"),
+        "eps is missing (sqrt(var))": lambda: layer_norm(m, x, e, where="missing"),
+        "normalised over the sequence axis (dim 1) instead of the last": lambda: layer_norm(m, x, e, dims=(1,)),
+        "normalised over the last two axes instead of the last one": lambda: layer_norm(m, x, e, dims=(1, 2)),
+    }
+    if eps is not None:
+        hints["the eps argument is ignored (always 1e-5)"] = lambda: layer_norm(m, x, 1e-5)
+    values_and_gradients(t, student, reference, x, f"LayerNorm({d_model}{'' if eps is None else f', eps={eps:g}'}) on x of shape "
+                         f"{tuple(x.shape)}, {dtype}", hints)
+
+
+@check("transformer.feed_forward")
+def feed_forward(t, batch: int = 2, steps: int = 4, d_model: int = 8, d_ff: int = 20, dtype: str = "float64"):
+    student, reference = modules(t, lambda tf: tf.FeedForward(d_model, d_ff), dtype)
+    x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=1.0)
+    m = reference
+    values_and_gradients(t, student, reference, x, f"FeedForward({d_model}, {d_ff}) on x of shape {tuple(x.shape)}, {dtype}", {
+        "ReLU instead of GELU": lambda: m.w2(F.relu(m.w1(x))),
+        "the tanh approximation of GELU instead of the exact x * Phi(x)": lambda: m.w2(F.gelu(m.w1(x), approximate="tanh")),
+        "the activation is missing": lambda: m.w2(m.w1(x)),
+    })
+
+
+@check("transformer.attention")
+def attention_case(t, batch: int = 2, steps: int = 6, d_model: int = 12, num_heads: int = 3, causal: bool = True, dtype: str = "float64"):
+    """MultiHeadSelfAttention with dk = d_model / num_heads != d_model, so a head split or a scale by the
+    wrong width shows."""
+    student, reference = modules(t, lambda tf: tf.MultiHeadSelfAttention(d_model, num_heads, causal=causal), dtype)
+    x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=1.0)
+    m, h = reference, num_heads
+    ones = torch.ones(steps, steps, dtype=torch.bool)
+    mask = ones.tril() if causal else None
+    hints = {
+        "heads split with view(B, num_heads, T, dk) instead of view(B, T, num_heads, dk).transpose(1, 2)":
+            lambda: attention(m, x, h, mask, split=False, merge=False),
+        "head outputs merged with reshape(B, T, d) without transposing (B, h, T, dk) back first":
+            lambda: attention(m, x, h, mask, merge=False),
+        "the scores are not scaled by 1/sqrt(dk)": lambda: attention(m, x, h, mask, scale=1.0),
+        "the scores are scaled by 1/sqrt(d_model) instead of 1/sqrt(dk)": lambda: attention(m, x, h, mask, scale=1 / math.sqrt(d_model)),
+    }
+    if causal:
+        hints["the causal mask is missing"] = lambda: attention(m, x, h, None)
+        hints["the mask lets each position see the next one too (tril(1) instead of tril())"] = lambda: attention(m, x, h, ones.tril(1))
+        hints["the mask is transposed: it keeps keys j >= i (triu) instead of j <= i"] = lambda: attention(m, x, h, ones.triu())
+    else:
+        hints["a causal mask is applied although causal=False"] = lambda: attention(m, x, h, ones.tril())
+    values_and_gradients(t, student, reference, x, f"MultiHeadSelfAttention({d_model}, {h}, causal={causal}) on x of shape {tuple(x.shape)}, {dtype}", hints)
+
+
+@check("transformer.block")
+def block_case(t, batch: int = 2, steps: int = 5, d_model: int = 8, num_heads: int = 2, d_ff: int = 16,
+               norm_first: bool = True, causal: bool = True, dtype: str = "float64"):
+    student, reference = modules(t, lambda tf: tf.TransformerBlock(d_model, num_heads, d_ff, norm_first=norm_first, causal=causal), dtype)
+    x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=1.0)
+    m, nf = reference, norm_first
+    hints = {
+        ("post-LN computed although norm_first=True" if nf else "pre-LN computed although norm_first=False"): lambda: block(m, x, not nf),
+        "the residual around attention is missing": lambda: block(m, x, nf, attn_residual=False),
+        "the residual around the feed-forward is missing": lambda: block(m, x, nf, ffn_residual=False),
+    }
+    if nf:
+        hints["the residual carries the normalised input (x = ln(x); x = x + sublayer(x))"] = lambda: block(m, x, nf, normed_residual=True)
+        hints["LayerNorm also applied to each residual sum (x = ln(x + sublayer(ln(x))))"] = lambda: block(m, x, nf, renorm=True)
+    values_and_gradients(t, student, reference, x, f"TransformerBlock({d_model}, {num_heads}, {d_ff}, norm_first={nf}, causal={causal}) "
+                         f"on x of shape {tuple(x.shape)}, {dtype}", hints)
+
+
+# ---- the language model ------------------------------------------------------------------------------
+
+
+def lm_modules(t, vocab: int, context_length: int, d_model: int, num_layers: int, num_heads: int, d_ff: int, norm_first: bool, dtype: str):
+    return modules(t, lambda tf: tf.TransformerLM(vocab, context_length, d_model, num_layers, num_heads, d_ff, norm_first=norm_first), dtype)
+
+
+def lm_logits(t, model, ids: torch.Tensor, vocab: int, what: str) -> torch.Tensor:
+    """The student's logits, or a failure if they are not a (B, T, V) tensor."""
+    got = model(ids)
+    if type(got) is not torch.Tensor or tuple(got.shape) != (*ids.shape, vocab):
+        t.fail(f"{what}: expected logits of shape {(*ids.shape, vocab)}, got "
+               + (f"shape {tuple(got.shape)}" if type(got) is torch.Tensor else type(got).__name__) + ".")
+    return got
+
+
+@check("transformer.lm")
+def lm(t, batch: int = 2, steps: int = 6, vocab: int = 11, context_length: int = 8, d_model: int = 8, num_layers: int = 2,
+       num_heads: int = 2, d_ff: int = 16, norm_first: bool = True, dtype: str = "float64"):
+    """Logits and the gradient of every parameter (embeddings, each block, ln_final, lm_head)."""
+    student, reference = lm_modules(t, vocab, context_length, d_model, num_layers, num_heads, d_ff, norm_first, dtype)
+    ids = random_ids(t, batch, steps, vocab)
+    m, nf = reference, norm_first
+    hints = {
+        "no position embeddings": lambda: language_model(m, ids, nf, positions="none"),
+        "the position embeddings of the last T positions (indexed from the wrong end)": lambda: language_model(m, ids, nf, positions="last"),
+        "the position embeddings in reverse order": lambda: language_model(m, ids, nf, positions="reversed"),
+        f"the blocks run {'post' if nf else 'pre'}-LN (is norm_first passed on to each TransformerBlock?)":
+            lambda: language_model(m, ids, nf, blocks_norm_first=not nf),
+    }
+    if nf:
+        hints["ln_final is missing"] = lambda: language_model(m, ids, nf, final_ln=False)
+    values_and_gradients(t, student, reference, ids, f"TransformerLM(V={vocab}, context_length={context_length}, d_model={d_model}, "
+                         f"num_layers={num_layers}, num_heads={num_heads}, d_ff={d_ff}, norm_first={nf}) logits on ids of shape "
+                         f"{tuple(ids.shape)}, {dtype}", hints)
+
+
+@check("transformer.causality")
+def causality(t, batch: int = 2, steps: int = 7, vocab: int = 11, context_length: int = 8, d_model: int = 8, num_layers: int = 2,
+              num_heads: int = 2, d_ff: int = 16, norm_first: bool = True):
+    """Changing the tokens after position p must leave the logits at positions <= p where they were, and must
+    move those at p + 1 (so a model blind to its input does not pass). Only the student's own outputs are
+    compared, so no expected value can leak."""
+    model, _ = lm_modules(t, vocab, context_length, d_model, num_layers, num_heads, d_ff, norm_first, "float64")
+    ids = random_ids(t, batch, steps, vocab)
+    what = f"TransformerLM (norm_first={norm_first}) on ids of shape {tuple(ids.shape)}"
+    logits = lm_logits(t, model, ids, vocab, what)
+    for p in range(steps - 1):
+        changed = ids.clone()
+        changed[:, p + 1:] = (ids[:, p + 1:] + torch.from_numpy(t.rng.integers(1, vocab, size=(batch, steps - p - 1)))) % vocab
+        got = lm_logits(t, model, changed, vocab, what)
+        t.close(got[:, : p + 1], logits[:, : p + 1], f"{what}: the logits at positions 0..{p} moved when only the tokens after "
+                f"position {p} changed (position p may see tokens 0..p only; is the causal mask missing or off by one?)")
+        if torch.equal(got[:, p + 1], logits[:, p + 1]):
+            t.fail(f"{what}: changing the token at position {p + 1} did not change the logits there; the model must read its input.")
+
+
+@check("transformer.context_length")
+def context_length_case(t, batch: int = 2, vocab: int = 11, context_length: int = 6, d_model: int = 8, num_layers: int = 2,
+                        num_heads: int = 2, d_ff: int = 16):
+    """T == context_length runs; T == context_length + 1 must raise ValueError itself, not fail later inside
+    the position embedding."""
+    model, _ = lm_modules(t, vocab, context_length, d_model, num_layers, num_heads, d_ff, True, "float64")
+    what = f"TransformerLM with context_length={context_length}"
+    try:
+        lm_logits(t, model, random_ids(t, batch, context_length, vocab), vocab, f"{what}, T = {context_length}")
+    except StudentRaised as exc:
+        if exc.type_name != "ValueError":
+            raise
+        t.fail(f"{what}: on T = context_length = {context_length} tokens your code raised ValueError: {exc.message} "
+               "(only T > context_length is too long; an off-by-one?).")
+    try:
+        model(random_ids(t, batch, context_length + 1, vocab))
+    except StudentRaised as exc:
+        if exc.type_name != "ValueError":
+            t.fail(f"{what}, T = {context_length + 1}: expected a ValueError, but your code raised {exc.type_name}: {exc.message} "
+                   "(check T against context_length yourself and raise ValueError before looking anything up).")
+        return
+    t.fail(f"{what}, T = {context_length + 1}: expected a ValueError (T > context_length), but the call returned.")
+
+
+@check("transformer.batch_independence")
+def batch_independence(t, batch: int = 4, steps: int = 6, vocab: int = 11, context_length: int = 8, d_model: int = 8,
+                       num_layers: int = 2, num_heads: int = 2, d_ff: int = 16, norm_first: bool = True):
+    """Examples in a batch are independent: permuting the batch permutes the logits, and an example run
+    alone gives its row of the batch (the student's own outputs only)."""
+    model, _ = lm_modules(t, vocab, context_length, d_model, num_layers, num_heads, d_ff, norm_first, "float64")
+    ids = random_ids(t, batch, steps, vocab)
+    what = f"TransformerLM (norm_first={norm_first})"
+    whole = lm_logits(t, model, ids, vocab, f"{what} on ids of shape {tuple(ids.shape)}")
+    perm = torch.from_numpy(t.rng.permutation(batch))
+    for rows, part in ((perm, "a permuted batch"), (perm[:1], "one example alone")):
+        got = lm_logits(t, model, ids[rows], vocab, f"{what} on {part}")
+        t.close(got, whole[rows], f"{what} on {part}: the logits must be the matching rows of the whole batch's (do examples mix?)")
