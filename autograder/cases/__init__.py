@@ -20,4 +20,4 @@ def check(check_id: str):
     return register
 
 
-from . import backprop, lstm, ngram, rnn  # noqa: E402,F401  (registers the checks)
+from . import attention, backprop, causal_mask, generation, lstm, ngram, rnn, transformer  # noqa: E402,F401  (registers the checks)

@@ -1,0 +1,57 @@
+"""Cases for component `causal_mask`: the mask itself, and the causal behaviour of
+multi_head_self_attention(..., causal=True): no output position may depend on a later
+input position (student-api.md).
+"""
+from __future__ import annotations
+
+import torch
+
+from . import attention, check
+from .common import tensor
+
+
+@check("causal_mask.values")
+def values(t, T: int = 7, device: str | None = None):
+    """causal_mask(T) is the (T, T) bool lower triangle, diagonal included: row i (a query) keeps keys j <= i."""
+    want = t.expect(lambda ref: ref.attention.causal_mask(T))
+    kwargs = {} if device is None else {"device": device}
+    got = t.student.attention.causal_mask(T, **kwargs)
+    ones = torch.ones(T, T, dtype=torch.bool)
+    t.close(got, want, f"causal_mask({T}{''.join(f', device={v!r}' for v in kwargs.values())})", hints={
+        "the upper triangle (triu): True must be on and below the diagonal": lambda: ones.triu(),
+        "the diagonal is missing (tril(-1)): a position may attend to itself": lambda: ones.tril(-1),
+        "inverted: True must mean 'may attend', on and below the diagonal": lambda: ~ones.tril(),
+    })
+
+
+@check("causal_mask.no_future_leak")
+def no_future_leak(t, batch: int = 2, steps: int = 8, d: int = 8, num_heads: int = 2):
+    """Changing the inputs after position c leaves the outputs at positions 0..c of
+    multi_head_self_attention(..., causal=True) as they were, for several c. Compares the student
+    with itself, so it leaks nothing."""
+    x, Ws = tensor(t.rng, batch, steps, d, dtype="float64", scale=1.0), attention.mha_weights(t.rng, d, "float64")
+    run = lambda x: t.student.attention.multi_head_self_attention(x, *Ws, num_heads, True)  # noqa: E731
+    what = f"multi_head_self_attention with x {tuple(x.shape)}, num_heads={num_heads}, causal=True"
+    before = attention.output(t, run(x), x.shape, x.dtype, what)
+    for c in sorted({0, steps // 2, max(steps - 2, 0)}):
+        changed = x.clone()
+        changed[:, c + 1:] = tensor(t.rng, batch, steps - c - 1, d, dtype="float64", scale=1.0)
+        t.close(run(changed)[:, :c + 1], before[:, :c + 1],
+                f"{what}, after changing the inputs at positions {c + 1}..{steps - 1}: the outputs at positions 0..{c} "
+                "must not move (a position may only attend to itself and earlier positions)")
+
+
+@check("causal_mask.prefix")
+def prefix(t, batch: int = 2, steps: int = 7, d: int = 12, num_heads: int = 3):
+    """Causal self-attention at position s is plain attention over the prefix x[:, :s+1]. The student's
+    causal output is compared with the student's own non-causal one, so the mask is pinned down (itself
+    included, nothing later) without depending on the attention arithmetic, which `attention` grades."""
+    x, Ws = tensor(t.rng, batch, steps, d, dtype="float64", scale=1.0), attention.mha_weights(t.rng, d, "float64")
+    run = t.student.attention.multi_head_self_attention
+    what = f"multi_head_self_attention with x {tuple(x.shape)}, num_heads={num_heads}, causal=True"
+    causal = attention.output(t, run(x, *Ws, num_heads, True), x.shape, x.dtype, what)
+    for s in range(steps):
+        prefix = x[:, : s + 1]
+        full = attention.output(t, run(prefix, *Ws, num_heads, False), prefix.shape, x.dtype, f"{what} on positions 0..{s}")
+        t.close(causal[:, s], full[:, s], f"{what}: the output at position {s} must equal non-causal attention over "
+                f"positions 0..{s} (each position attends to itself and every earlier one, and to nothing later)")
