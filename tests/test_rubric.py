@@ -33,7 +33,7 @@ BAD_EDITS = [
     ("wrong file", lambda d: d["components"]["ngram"].update(file="ngrams.py"), "components.ngram.file", "'ngram.py'"),
     ("unknown component", lambda d: d["components"].update(gpt=d["components"]["ngram"]), "components.gpt", "unknown component"),
     ("component in no part", lambda d: d.update(parts=[{"name": "p", "components": ["backprop"]}]), "parts", "belong to no part"),
-    ("part names a missing component", lambda d: d["parts"][0]["components"].append("transformer"), "parts.0.components", "'transformer' is not a component"),
+    ("part names a missing component", lambda d: d["parts"][0]["components"].append("gpt"), "parts.0.components", "'gpt' is not a component"),
     ("duplicate case name", lambda d: d["components"]["ngram"]["cases"].append(dict(first_case(d))), "components.ngram.cases", "used twice"),
     ("forbidden is not a module name", lambda d: d["components"]["ngram"].update(forbidden={"modules": ["torch nn"]}), "components.ngram.forbidden.modules.0", "pattern"),
     ("forbidden call does not exist", lambda d: d["components"]["ngram"].update(forbidden={"calls": ["torch.nn.LSTMM"]}), "components.ngram.forbidden.calls.0", "does not exist"),
