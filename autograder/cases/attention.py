@@ -18,7 +18,7 @@ import torch
 
 from ..gradients import check_gradients
 from . import check
-from .common import tensor, tensors
+from .common import call_leaving_inputs, tensor, tensors
 
 MaskKind = Literal["none", "shared", "padding", "sparse"]
 
@@ -141,16 +141,6 @@ def causal_hints(x, Ws, num_heads: int) -> dict:
 
 
 # ---- calling the student ------------------------------------------------------------------------
-
-
-def call_leaving_inputs(t, fn, args: list, names: tuple[str, ...], what: str):
-    """Call `fn` on inputs placed in the worker, then check that the tensor inputs are left as they were."""
-    placed = [t.student.put(a) if isinstance(a, torch.Tensor) else a for a in args]
-    got = fn(*placed)
-    for name, arg, remote in zip(names, args, placed):
-        if isinstance(arg, torch.Tensor):
-            t.close(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
-    return got
 
 
 def output(t, got, shape: tuple, dtype: torch.dtype, what: str) -> torch.Tensor:

@@ -22,6 +22,16 @@ def tensors(t, got, what: str, names: tuple[str, ...]) -> tuple:
     return tuple(got)
 
 
+def call_leaving_inputs(t, fn, args: list, names: tuple[str, ...], what: str):
+    """Call `fn` on inputs placed in the worker, then check that the tensor inputs are left as they were."""
+    placed = [t.student.put(a) if isinstance(a, torch.Tensor) else a for a in args]
+    got = fn(*placed)
+    for name, arg, remote in zip(names, args, placed):
+        if isinstance(arg, torch.Tensor):
+            t.close(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
+    return got
+
+
 def chi_square_p_value(transitions: Counter, probs: dict) -> float:
     """p-value of the observed transitions, pooling outcomes expected fewer than 5 times."""
     statistic, dof = 0.0, 0

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..sandbox.process import StudentRaised
 from . import check
-from .common import DTYPES, tensor
+from .common import DTYPES, call_leaving_inputs, tensor
 
 
 def modules(t, build, dtype: str):
@@ -38,9 +38,7 @@ def values_and_gradients(t, student, reference, x: torch.Tensor, what: str, hint
     floating input and of every parameter."""
     with torch.no_grad():
         want = reference(x)
-    placed = t.student.put(x)
-    t.close(student(placed), want, what, hints=hints)
-    t.close(t.student.value(placed), x, f"{what}: the input afterwards (inputs must not be modified in place)")
+    t.close(call_leaving_inputs(t, student, [x], ("x",), what), want, what, hints=hints)
     grad_args = [0] if x.is_floating_point() else []
     check_gradients(t, student, reference, [x], grad_args=grad_args, names=["x"], outputs=[what], parameters=(student, reference))
 
