@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..sandbox.process import StudentRaised
 from . import check
+from .attention import wrong_mha
 from .common import DTYPES, call_leaving_inputs, tensor
 
 
@@ -59,18 +60,11 @@ def layer_norm(m, x, eps: float, *, dims=(-1,), unbiased: bool = False, where: s
     return (x - mean) / std * m.weight + m.bias
 
 
-def attention(m, x, num_heads: int, allowed, *, split: bool = True, merge: bool = True, scale: float | None = None):
-    """Self-attention with `m`'s projections and a mistake: `allowed` (T, T) bool (None: no mask) in place of
-    the causal mask; split/merge False reshape heads without the transpose; another scale than 1/sqrt(dk)."""
-    B, T, d = x.shape
-    dk = d // num_heads
-    heads = (lambda z: z.view(B, T, num_heads, dk).transpose(1, 2)) if split else (lambda z: z.view(B, num_heads, T, dk))
-    q, k, v = heads(m.q_proj(x)), heads(m.k_proj(x)), heads(m.v_proj(x))
-    scores = q @ k.transpose(-2, -1) * (1 / math.sqrt(dk) if scale is None else scale)
-    if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    y = scores.softmax(dim=-1) @ v
-    return m.output_proj((y.transpose(1, 2) if merge else y).reshape(B, T, d))
+def attention(m, x, num_heads: int, allowed, **mistake):
+    """Self-attention with `m`'s projections and one of wrong_mha's mistakes; `allowed` (T, T) bool
+    (None: no mask) stands in for the causal mask."""
+    Ws = (m.q_proj.weight, m.k_proj.weight, m.v_proj.weight, m.output_proj.weight)
+    return wrong_mha(x, x, *Ws, num_heads, allowed, **mistake)
 
 
 def block(m, x, norm_first: bool, *, attn_residual: bool = True, ffn_residual: bool = True,
@@ -148,11 +142,11 @@ def attention_case(t, batch: int = 2, steps: int = 6, d_model: int = 12, num_hea
     mask = ones.tril() if causal else None
     hints = {
         "heads split with view(B, num_heads, T, dk) instead of view(B, T, num_heads, dk).transpose(1, 2)":
-            lambda: attention(m, x, h, mask, split=False, merge=False),
+            lambda: attention(m, x, h, mask, split_transpose=False, merge_transpose=False),
         "head outputs merged with reshape(B, T, d) without transposing (B, h, T, dk) back first":
-            lambda: attention(m, x, h, mask, merge=False),
+            lambda: attention(m, x, h, mask, merge_transpose=False),
         "the scores are not scaled by 1/sqrt(dk)": lambda: attention(m, x, h, mask, scale=1.0),
-        "the scores are scaled by 1/sqrt(d_model) instead of 1/sqrt(dk)": lambda: attention(m, x, h, mask, scale=1 / math.sqrt(d_model)),
+        "the scores are scaled by 1/sqrt(d_model) instead of 1/sqrt(dk)": lambda: attention(m, x, h, mask, scale=math.sqrt(d_model)),
     }
     if causal:
         hints["the causal mask is missing"] = lambda: attention(m, x, h, None)
