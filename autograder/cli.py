@@ -15,6 +15,7 @@ from .collect import RubricError, load_rubric
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import failure_json, print_table, results_json, write_results
 from .run import grade
+from .sandbox.tiers import ORDER, TierUnavailable, choose_tier, grader_files
 from .submission import SubmissionError, open_submission
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -34,14 +35,20 @@ def read_secret(path: Path | None) -> str:
 
 
 def cmd_grade(args, console: Console) -> int:
-    results = Path(args.results) if args.results else None
+    results = Path(args.results).absolute() if args.results else None
     try:
         rubric = load_rubric(Path(args.config))
+        if results:  # fail closed: until the real results replace it, this says no points
+            write_results(results, failure_json("grading did not finish"))
+        secret_files = [args.secret_file] if args.secret_file else []
+        hidden = grader_files(rubric.path.parent, rubric.solutions_dir, [*([results] if results else []), *secret_files])
+        tier = choose_tier(hidden, args.require_tier)
+        console.print(f"isolation: {tier.name} ({tier.guarantees})", highlight=False)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
             submission = open_submission(Path(args.path), Path(scratch) / "submission")
             run = grade(rubric, submission, secret=read_secret(args.secret_file), component_ids=args.component,
-                        visible_only=args.visible_only)
-    except (RubricError, SubmissionError, OSError) as exc:
+                        visible_only=args.visible_only, tier=tier)
+    except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         if results:
             write_results(results, failure_json(str(exc)))
@@ -66,10 +73,11 @@ def cmd_check(args, console: Console) -> int:
         components = [args.component] if args.component else None
         if components:
             rubric.component(args.component)
+        tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []), args.require_tier)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
             submission = open_submission(Path(args.dir), Path(scratch) / "submission")
-            run = grade(rubric, submission, secret="local", component_ids=components, visible_only=True)
-    except (RubricError, SubmissionError, OSError) as exc:
+            run = grade(rubric, submission, secret="local", component_ids=components, visible_only=True, tier=tier)
+    except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return USAGE_ERROR
     print_table(run, console)
@@ -111,11 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--component", action="append", help="grade only this component (repeatable)")
     g.add_argument("--visible-only", action="store_true", help="run only the visible cases")
     g.add_argument("--secret-file", type=Path, help="file holding the secret that draws hidden inputs (default: $AUTOGRADER_SECRET)")
+    g.add_argument("--require-tier", choices=ORDER, default="same-user",
+                   help="refuse to grade below this isolation tier (weakest to strongest: %(choices)s)")
     g.set_defaults(func=cmd_grade)
 
     c = sub.add_parser("check", help="run the visible cases on your files, exactly as the grader does")
     c.add_argument("component", nargs="?", help="one component id, e.g. ngram (default: all)")
     c.add_argument("--dir", default=".", help="folder holding your files (default: here)")
+    c.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to run below this isolation tier")
     c.set_defaults(func=cmd_check)
 
     r = sub.add_parser("release", help="generate starter/ from solutions/")

@@ -1,40 +1,176 @@
-"""The static half of the forbidden-built-in rule: scan a submitted file's source.
+"""Static scans of a submission's source, run in the parent before the worker imports any of it.
 
-The worker refuses the same modules and calls at run time (sandbox/guard.py);
-this scan names the line even when the use sits in a branch the cases never
-reach. Calls are matched by their written form: `nn.LSTM`, `torch.nn.LSTM`,
-`from torch.nn import LSTM`, and any mention of torch's private kernel
-namespaces when their kernels are forbidden.
+Both scans read the component's file and every submission file it imports
+(`from helpers import go`), so moving a use into a helper does not hide it.
+
+The forbidden scan names the modules and calls a component forbids. The worker
+refuses the same at run time (sandbox/guard.py); this scan names the line even
+when the use sits in a branch the cases never reach. Calls are matched by their
+written form: `nn.LSTM`, `torch.nn.LSTM`, `from torch.nn import LSTM`, and any
+mention of torch's private kernel namespaces when their kernels are forbidden.
+
+The tamper scan applies to every component. The run-time guard and its record of
+violations live in the worker, the same process as the student's code, so the
+guard is only as good as its isolation from that code: whatever reaches the
+interpreter's own state (the heap, the loaded modules, the import machinery,
+stack frames, a function's globals or closure, code run from a string, attribute
+names computed at run time, raw memory, the grader's own modules) can find the
+guard and switch it off. No solution to these assignments needs any of it, so
+the scan refuses it with the line. It does not flag os, subprocess, socket,
+signal, open or threading: processes, network and files are stopped at run time
+by the OS-level sandbox, and the security tests exercise those defences. It is
+a tripwire on the direct ways in, not a proof that none is left.
 """
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from .sandbox.process import WORKER_FILES
+
 # Names through which the kernels of a forbidden namespace can be reached.
 PRIVATE_NAMESPACES = {"torch._VF": ("_VF", "_VariableFunctions", "_VariableFunctionsClass")}
+
+# Modules that reach into the running interpreter, also when they are another module's attribute
+# (`np.ctypeslib`, `torch.serialization.pickle`): its heap (gc), memory (ctypes), frames (inspect),
+# import machinery (importlib), built-ins (builtins), code objects (marshal), and objects rebuilt
+# from names (pickle, dill, copyreg); `as_strided` reads and writes memory outside its array.
+REACHING = frozenset({"gc", "ctypes", "ctypeslib", "inspect", "importlib", "builtins", "marshal",
+                      "pickle", "cloudpickle", "dill", "copyreg", "as_strided"})
+# Imported only: modules that run code given as a string or import a module named by one (a
+# debugger reads its commands from any stream), and the grader's own: its package, and the
+# worker's modules, loaded under their bare names (`guard`) in the student's process.
+TAMPER_MODULES = (REACHING | {"code", "codeop", "runpy", "pkgutil", "pydoc", "pdb", "bdb", __name__.partition(".")[0]}
+                  | {Path(name).stem for name in WORKER_FILES})
+# Built-ins that run strings as code or hand out namespaces: flagged wherever they are named.
+CODE_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint"})
+# Built-ins that take an attribute name, and its position: only a literal, ordinary name is allowed,
+# since a computed one can spell any of the attributes flagged here.
+NAME_ARGUMENT = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
+FRAME_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", "f_code",
+                              "tb_frame", "tb_next", "gi_frame", "cr_frame", "ag_frame", "walk_stack", "walk_tb"})
+# sys's ways to the loaded modules, the import machinery, frames and tracing (also every `sys._name`).
+SYS_ATTRIBUTES = frozenset({"modules", "meta_path", "path_hooks", "path_importer_cache",
+                            "settrace", "setprofile", "addaudithook", "monitoring"})
+# Dunders ordinary code uses. Each is a plain string (`__name__`, `__qualname__`, `__module__`,
+# `__doc__`, `__version__`), the object's own class, or its own protocol method (`super().__init__()`,
+# `x.__len__()`); from none of them is there a way further in except through another dunder
+# (`__globals__`, `__closure__`, `__code__`, `__dict__`, `__subclasses__`), which stays flagged.
+ALLOWED_DUNDERS = frozenset({"__init__", "__name__", "__class__", "__call__", "__len__", "__getitem__",
+                             "__repr__", "__str__", "__doc__", "__version__", "__qualname__", "__module__"})
+WHY = "not allowed in submissions: it can reach into the grader's process"
+
+
+def scan_submission(submission_dir: Path, file: str, modules: list[str], calls: list[str]) -> list[str]:
+    """Every forbidden and tampering use in `file` and the submission files it imports, the
+    component's own file first; the others' findings start with their file name."""
+    files = submission_files(submission_dir, file)
+    findings = []
+    for path in sorted(files, key=lambda p: p.name != file):
+        tree = _parse(path)
+        if tree is None:
+            continue  # the import in the worker reports the syntax error with its line
+        found = sorted([(line, 0, what) for line, what in _forbidden_uses(tree, modules, calls).items()]
+                       + [(line, 1, what) for line, what in _tampering(tree).items()])
+        prefix = "" if path.name == file else f"{path.name} "
+        findings += [f"{prefix}line {line}: {what}" for line, _, what in found]
+    return findings
+
+
+def submission_files(submission_dir: Path, file: str) -> list[Path]:
+    """`file` and, transitively, every .py file of `submission_dir` it imports statically."""
+    seen, todo = set(), [submission_dir / file]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        tree = _parse(path)
+        if tree is not None:
+            todo += [submission_dir / f"{name}.py" for name in _imported_names(tree) if (submission_dir / f"{name}.py").is_file()]
+    return sorted(seen)
 
 
 def scan_forbidden(path: Path, modules: list[str], calls: list[str]) -> list[str]:
     """'line N: import of torch' / 'line N: use of torch.nn.LSTM' for each forbidden use in `path`."""
-    if not modules and not calls:
-        return []
+    tree = _parse(path)
+    found = _forbidden_uses(tree, modules, calls) if tree else {}
+    return [f"line {line}: {found[line]}" for line in sorted(found)]
+
+
+def scan_tampering(path: Path) -> list[str]:
+    """'line N: import of gc (...)' for each construct in `path` that reaches into the grader's process."""
+    tree = _parse(path)
+    found = _tampering(tree) if tree else {}
+    return [f"line {line}: {found[line]}" for line in sorted(found)]
+
+
+def _parse(path: Path) -> ast.Module | None:
     try:
-        tree = ast.parse(path.read_bytes(), filename=path.name)
+        return ast.parse(path.read_bytes(), filename=path.name)
     except (SyntaxError, ValueError):
-        return []  # the import in the worker reports the syntax error with its line
+        return None
+
+
+def _imported_names(tree: ast.AST) -> set[str]:
+    """The top-level names a file imports: `import x.y` and `from x import y` give x, `from . import y` gives y."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.partition(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            names |= {alias.name for alias in node.names}
+    return names
+
+
+# ---- forbidden modules and calls ------------------------------------------------------------------
+
+def _forbidden_uses(tree: ast.AST, modules: list[str], calls: list[str]) -> dict[int, str]:
+    if not modules and not calls:
+        return {}
     private = {alias: owner for owner, aliases in PRIVATE_NAMESPACES.items()
                if any(c.startswith(owner + ".") for c in calls) for alias in aliases}
+    aliases = _import_aliases(tree)
     found: dict[int, str] = {}
     for node in ast.walk(tree):
         for module in _imported_modules(node):
             if any(module == m or module.startswith(m + ".") for m in modules):
-                found.setdefault(node.lineno, f"line {node.lineno}: import of {module}")
+                found.setdefault(node.lineno, f"import of {module}")
         for written in _written_names(node):
-            use = _forbidden_call(written, calls) or private.get(written.rsplit(".", 1)[-1])
+            full = _expand(written, aliases)
+            use = (_forbidden_call(written, calls) or _forbidden_call(full, calls) or _same_kernel(full, calls)
+                   or private.get(written.rsplit(".", 1)[-1]))
             if use:
-                found.setdefault(node.lineno, f"line {node.lineno}: use of {use}")
-    return [found[line] for line in sorted(found)]
+                found.setdefault(node.lineno, f"use of {use}")
+    return found
+
+
+def _import_aliases(tree: ast.AST) -> dict[str, str]:
+    """Local names bound by imports to dotted paths: `import torch.nn.functional as F` binds F."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.asname})
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    return aliases
+
+
+def _expand(written: str, aliases: dict[str, str]) -> str:
+    head, _, rest = written.partition(".")
+    return f"{aliases[head]}.{rest}" if head in aliases and rest else aliases.get(head, written)
+
+
+def _same_kernel(full: str, calls: list[str]) -> str | None:
+    """A forbidden call reached under another torch path (`torch._C._nn.X`, `torch.ops.aten.X.default`,
+    `torch.nn.modules.rnn.LSTM`): a torch name ending in the forbidden call's own name."""
+    parts = full.split(".")
+    if parts[0] != "torch" or len(parts) < 2:
+        return None
+    name = parts[parts.index("aten") + 1] if "aten" in parts[:-1] else parts[-1]
+    return next((call for call in calls if call.rsplit(".", 1)[-1] == name), None)
 
 
 def _imported_modules(node: ast.AST) -> list[str]:
@@ -56,15 +192,21 @@ def _written_names(node: ast.AST) -> list[str]:
     if isinstance(node, ast.ImportFrom) and node.module:
         return [f"{node.module}.{alias.name}" for alias in node.names]
     if isinstance(node, ast.Attribute):
-        parts = [node.attr]
-        base = node.value
-        while isinstance(base, ast.Attribute):
-            parts.append(base.attr)
-            base = base.value
-        if isinstance(base, ast.Name):
-            parts.append(base.id)
-        return [".".join(reversed(parts))]
+        return [_dotted(node)]
+    if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "getattr" and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return [f"{_dotted(node.args[0])}.{node.args[1].value}"]  # getattr(torch._C, "_VariableFunctions")
     return []
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _forbidden_call(written: str, calls: list[str]) -> str | None:
@@ -73,3 +215,81 @@ def _forbidden_call(written: str, calls: list[str]) -> str | None:
         if written == call or (written.count(".") >= 1 and call.endswith("." + written)):
             return call
     return None
+
+
+# ---- tampering -------------------------------------------------------------------------------------
+
+def _tampering(tree: ast.AST) -> dict[int, str]:
+    nodes = list(ast.walk(tree))
+    sys_names = {"sys"} | {alias.asname or alias.name for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom))
+                           for alias in node.names if alias.name == "sys"}
+    scan = _TamperScan(sys_names, bases={id(n.value) for n in nodes if isinstance(n, ast.Attribute)},
+                       called={id(n.func) for n in nodes if isinstance(n, ast.Call)})
+    found: dict[int, str] = {}
+    for node in nodes:
+        what = scan.use(node)
+        if what:
+            found.setdefault(node.lineno, f"{what} ({WHY})")
+    return found
+
+
+class _TamperScan:
+    def __init__(self, sys_names: set[str], bases: set[int], called: set[int]):
+        self.sys_names, self.bases, self.called = sys_names, bases, called
+
+    def use(self, node: ast.AST) -> str | None:
+        """What `node` uses that reaches into the process, or None."""
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and self.is_sys(node) and id(node) not in self.bases:
+            return "sys used other than through an attribute"  # a bare sys reaches sys.modules past this scan
+        if isinstance(node, ast.Import):
+            return next((f"import of {a.name}" for a in node.names if _tamper_module(a.name)), None)
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module and _tamper_module(node.module):
+                return f"import of {node.module}"
+            on_sys = node.module == "sys"
+            return next((f"import of {a.name} from {node.module or '.'}" for a in node.names
+                         if _reaching_attribute(a.name, on_sys) or (on_sys and a.name == "*")), None)
+        if isinstance(node, ast.Name):
+            if node.id == "__builtins__" or node.id in CODE_BUILTINS:
+                return f"use of {node.id}"
+            return self.uncalled(node, node.id)
+        if isinstance(node, ast.Attribute):
+            if _reaching_attribute(node.attr, self.is_sys(node.value)):
+                return f"use of {'sys' if self.is_sys(node.value) else ''}.{node.attr}"
+            return self.uncalled(node, node.attr)
+        if isinstance(node, ast.Call):
+            return self.name_argument(node)
+        if isinstance(node, ast.MatchClass):  # `case Cls(attr=x)` reads attributes by name
+            return next((f"match on .{a}" for a in node.kwd_attrs if _reaching_attribute(a, False)), None)
+        return None
+
+    def is_sys(self, node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id in self.sys_names) or (isinstance(node, ast.Attribute) and node.attr == "sys")
+
+    def uncalled(self, node: ast.AST, name: str) -> str | None:
+        """getattr and its kin passed around (`g = getattr`) escape the check of their name argument."""
+        return f"{name} used other than in a call" if name in NAME_ARGUMENT and id(node) not in self.called else None
+
+    def name_argument(self, call: ast.Call) -> str | None:
+        fn = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
+        if fn not in NAME_ARGUMENT:
+            return None
+        at = NAME_ARGUMENT[fn]
+        arg = call.args[at] if len(call.args) > at else None
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return f"{fn} with an attribute name that is not a string literal"
+        if any(_reaching_attribute(part, False) or part == "sys" for part in arg.value.split(".")):  # `getattr(sys, ...)` is flagged for the bare sys
+            return f"{fn} of {arg.value!r}"
+        return None
+
+
+def _tamper_module(module: str) -> bool:
+    """A module that reaches into the process: listed, under a listed name (`numpy.ctypeslib`), or private (`_ctypes`, `__main__`)."""
+    top = module.partition(".")[0]
+    return top in TAMPER_MODULES or any(part in REACHING for part in module.split(".")) or (top.startswith("_") and top != "__future__")
+
+
+def _reaching_attribute(name: str, on_sys: bool) -> bool:
+    dunder = len(name) > 4 and name.startswith("__") and name.endswith("__")
+    return (name in FRAME_ATTRIBUTES or name in REACHING or (dunder and name not in ALLOWED_DUNDERS)
+            or (on_sys and (name in SYS_ATTRIBUTES or name.startswith("_"))))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "execution_time": round(run.seconds, 3),
-        "extra_data": {"tier": run.tier},
+        "extra_data": {"isolation": run.isolation},
         "tests": tests,
     }
 
@@ -63,7 +64,10 @@ def failure_json(message: str) -> dict:
 
 
 def write_results(path: Path, results: dict) -> None:
+    """Replace whatever is at `path` (where the worker could write, a forgery it left) with `results`."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-")
     with os.fdopen(fd, "w") as f:
         json.dump(results, f, indent=2)
@@ -87,4 +91,4 @@ def print_table(run: GradeRun, console: Console) -> None:
         rs = [r for r in run.results if r.case.component == component]
         console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.case.points for r in rs):g}", highlight=False)
     total, most = sum(r.score for r in run.results), sum(r.case.points for r in run.results)
-    console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.tier})", highlight=False)
+    console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)

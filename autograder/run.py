@@ -15,15 +15,15 @@ from pathlib import Path
 
 from .cases import CHECKS
 from .collect import Case, Component, Rubric
-from .forbidden import scan_forbidden
+from .forbidden import scan_submission
 from .judge import CaseFailed
 from .reference import Reference
-from .sandbox.process import CallTimeout, Limits, StudentRaised, WorkerFailure
+from .sandbox import reaper
+from .sandbox.process import BadReply, CallTimeout, Limits, StudentRaised, WorkerFailure
 from .sandbox.remote import ForbiddenUsed, Student
+from .sandbox.tiers import Tier, choose_tier, grader_files, hide
 from .submission import Submission
 from .trial import Trial
-
-TIER = "same user, resource limits, separate process"  # the hardened tiers come with the sandbox work
 
 
 @dataclass
@@ -44,7 +44,16 @@ class GradeRun:
     results: list[CaseResult] = field(default_factory=list)
     hidden_not_run: int = 0
     seconds: float = 0.0
-    tier: str = TIER
+    isolation: dict = field(default_factory=dict)  # the tier and what held, for the terminal and results.json
+
+    @property
+    def isolation_line(self) -> str:
+        held = self.isolation.get("held", {})
+        parts = [f"{self.isolation.get('tier', '?')} ({self.isolation.get('guarantees', '')})"]
+        if held:
+            parts.append("own network namespace" if held.get("network_namespace") else "no network namespace")
+            parts.append(f"seccomp {held['seccomp']}")
+        return "; ".join(parts + self.isolation.get("notes", []))
 
 
 def grade(
@@ -54,38 +63,50 @@ def grade(
     secret: str,
     component_ids: list[str] | None = None,
     visible_only: bool = False,
+    tier: Tier | None = None,
     on_result: Callable[[CaseResult], None] = lambda r: None,
 ) -> GradeRun:
+    """Grade `submission`; every student process is dead when this returns. Without a tier, the strongest one here."""
     started = time.monotonic()
-    run = GradeRun()
+    tier = tier or choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
+    run = GradeRun(isolation={**tier.record(), "held": {}})
+    run.isolation["notes"] += reaper.harden_parent()
+    if tier.name == "root":
+        hide(tier.hidden)
     reference = Reference(rubric.solutions_dir)
     components = [rubric.component(c) for c in component_ids] if component_ids else rubric.components
-    for component in components:
-        cases = [c for c in component.cases if c.visible or not visible_only]
-        run.hidden_not_run += len(component.cases) - len(cases)
-        for result in _grade_component(component, cases, submission, reference, secret, rubric.memory_mb):
-            run.results.append(result)
-            on_result(result)
+    try:
+        for component in components:
+            cases = [c for c in component.cases if c.visible or not visible_only]
+            run.hidden_not_run += len(component.cases) - len(cases)
+            for result in _grade_component(component, cases, submission, reference, secret, rubric.memory_mb, tier, run.isolation["held"]):
+                run.results.append(result)
+                on_result(result)
+    finally:
+        reaper.sweep(tier.student_id)
     run.seconds = time.monotonic() - started
     return run
 
 
-def _grade_component(component: Component, cases: list[Case], submission: Submission, reference: Reference, secret: str, memory_mb: int):
+def _grade_component(component: Component, cases: list[Case], submission: Submission, reference: Reference, secret: str, memory_mb: int,
+                     tier: Tier, held: dict):
     if component.file not in submission.files:
         message = f"Not submitted: {component.file} was not found in the submission."
         yield from (CaseResult(case, False, message) for case in cases)
         return
-    violations = scan_forbidden(submission.dir / component.file, component.forbidden_modules, component.forbidden_calls)
+    violations = scan_submission(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
     if violations:
-        message = f"{component.file} uses what this component forbids: " + "; ".join(violations) + "."
+        message = f"{component.file} (with the files it imports) uses what this component may not: " + "; ".join(violations) + "."
         yield from (CaseResult(case, False, message) for case in cases)
         return
     limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=memory_mb << 20)
-    student = Student(submission.dir, component.forbidden_modules, component.forbidden_calls, limits)
+    student = Student(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier)
     try:
         results = [run_case(case, student, reference, secret) for case in cases]
     finally:
         student.stop()
+        reaper.sweep(tier.student_id)  # what the student left running dies before the next component starts
+    held.update(student.held)
     # One use of a forbidden built-in fails the whole component, also the cases that ran before it
     # and those a restarted worker (which starts with a clean record) would otherwise pass.
     used = next((r.output for r in results if r.forbidden), None)
@@ -109,6 +130,8 @@ def run_case(case: Case, student: Student, reference: Reference, secret: str) ->
         passed, output, forbidden = False, f"Uses what this component forbids: {exc}.", True
     except CallTimeout:
         passed, output = False, f"Timed out: the case did not finish within {case.timeout:g} s (an infinite loop, or far too slow)."
+    except BadReply as exc:
+        passed, output = False, f"Your code sent back something the grader cannot accept: {exc}."
     except WorkerFailure as exc:
         passed, output = False, f"Your code crashed the process running it: {exc}."
     except Exception:  # a bug in a check must not stop the run, and must never pass

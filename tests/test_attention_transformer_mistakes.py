@@ -31,6 +31,8 @@ MISTAKES = [
     ("heads split without a transpose", "attention", HEAD_SPLIT, HEAD_SPLIT.replace("view(B, T, num_heads, dk).transpose(1, 2)", "view(B, num_heads, T, dk)").replace(
         "y.transpose(1, 2).reshape(B, T, d)", "y.reshape(B, T, d)"),
      {"attention.self_attention"}, "the heads are split without the transpose", LEAKS),
+    ("self-attention that mixes no positions", "attention", "y = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, dk)",
+     "y = v  # (B, h, T, dk)", {"causal_mask.no_future_leak"}, "did not move", frozenset({"causal_mask.no_future_leak"})),
     ("triu instead of tril", "causal_mask", CAUSAL, CAUSAL.replace(".tril()", ".triu()"),
      {"causal_mask.values", "causal_mask.no_future_leak"}, "the upper triangle (triu)", frozenset()),
     ("a causal mask without the diagonal", "causal_mask", CAUSAL, CAUSAL.replace(".tril()", ".tril(-1)"),

@@ -1,5 +1,6 @@
 """A submission that hangs, exits, crashes or floods output fails only the cases it was running."""
 import os
+import sys
 import time
 
 import pytest
@@ -51,10 +52,10 @@ def test_missing_file_is_reported_as_not_submitted(rubric, tmp_path):
 
 
 def test_only_the_worker_imports_the_submission(rubric, tmp_path):
-    marker = tmp_path / "importers.txt"
-    line = f"import os as _os\nopen({str(marker)!r}, 'a').write(str(_os.getpid()) + chr(10))\n"
+    # The worker may not be able to write anywhere the test can read (another uid, private mounts),
+    # so the submission refuses to be imported by this process instead of reporting who imported it.
+    line = f"import os as _os\nassert _os.getpid() != {os.getpid()}, 'imported by the grader'\n"
     folder = solutions_with(tmp_path, "ngram.py", "import math\n", "import math\n" + line)
-    run = grade_folder(rubric, folder, tmp_path, component_ids=["ngram", "backprop"])
-    assert all(r.passed for r in run.results)
-    importers = set(marker.read_text().split())
-    assert importers and str(os.getpid()) not in importers
+    run = grade_folder(rubric, folder, tmp_path, component_ids=["ngram"])
+    assert run.results and all(r.passed for r in run.results)
+    assert not any(getattr(m, "__file__", None) and str(folder) in m.__file__ for m in list(sys.modules.values()))

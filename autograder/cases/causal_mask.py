@@ -39,6 +39,16 @@ def no_future_leak(t, batch: int = 2, steps: int = 8, d: int = 8, num_heads: int
         t.close(run(changed)[:, :c + 1], before[:, :c + 1],
                 f"{what}, after changing the inputs at positions {c + 1}..{steps - 1}: the outputs at positions 0..{c} "
                 "must not move (a position may only attend to itself and earlier positions)")
+    # The other half: a function that mixes no positions at all (or a mask that keeps only the
+    # diagonal) leaks nothing either, so the past must reach every later position.
+    changed = x.clone()
+    changed[:, 0] = tensor(t.rng, batch, d, dtype="float64", scale=1.0)
+    after = attention.output(t, run(changed), x.shape, x.dtype, what)
+    still = (after[:, 1:] - before[:, 1:]).abs().amax(dim=-1) <= 1e-12
+    if steps > 1 and bool(still.any()):
+        t.fail(f"{what}: after changing the input at position 0, the outputs at some later positions did not move. "
+               "Each position must attend to every earlier one as well as itself: is the mask keeping only the "
+               "diagonal, or are the positions never mixed?")
 
 
 @check("causal_mask.prefix")

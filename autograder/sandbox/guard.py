@@ -24,6 +24,7 @@ class Guard(importlib.abc.MetaPathFinder):
         self.submission_dir = submission_dir + os.sep
         self.modules = modules
         self.violations: list[str] = []
+        self.stand_ins: dict[str, object] = {}
         sys.meta_path.insert(0, self)
         for dotted in calls:
             self._replace(dotted)
@@ -41,12 +42,22 @@ class Guard(importlib.abc.MetaPathFinder):
     def _replace(self, dotted: str) -> None:
         owner_name, name = dotted.rsplit(".", 1)
         stand_in = replace_everywhere(dotted, lambda original: self._stand_in(dotted, original))
+        self.stand_ins[dotted] = stand_in
         for namespace_owner, attr in _READ_ONLY_NAMESPACES.get(owner_name, ()):
-            shadow = _Shadow.over(resolve(namespace_owner), attr)
-            shadow.blocked[name] = stand_in
-        aten = resolve("torch.ops.aten") if owner_name == "torch._VF" else None
-        if aten is not None and hasattr(aten, name):
-            setattr(aten, name, stand_in)
+            _blocked_names(resolve(namespace_owner), attr)[name] = stand_in
+        if "torch" in sys.modules and hasattr(resolve("torch.ops.aten"), name):
+            _refuse_calls(getattr(resolve("torch.ops.aten"), name), stand_in)
+
+    def tampered(self) -> str | None:
+        """What student code undid of the guard, if anything: it is no longer first to see imports,
+        or a forbidden name holds something other than its stand-in again."""
+        if not sys.meta_path or sys.meta_path[0] is not self:
+            return "the grader's import guard was removed"
+        for dotted, stand_in in self.stand_ins.items():
+            owner_name, name = dotted.rsplit(".", 1)
+            if getattr(resolve(owner_name), name, None) is not stand_in:
+                return f"{dotted} was put back after the grader replaced it"
+        return None
 
     def _stand_in(self, dotted: str, original):
         guard = self
@@ -86,6 +97,13 @@ class Spy:
         return spied
 
 
+def _refuse_calls(packet, refuse) -> None:
+    """The dispatcher's entry for a kernel (torch.ops.aten.lstm_cell) and its overloads (.default, ...)
+    refuse calls, but stay the objects torch's own modules use as keys when they register rules."""
+    for op in (packet, *(getattr(packet, name) for name in packet.overloads())):
+        op.__class__ = type(type(op).__name__, (type(op),), {"__slots__": (), "__call__": lambda self, *a, **k: refuse(*a, **k)})
+
+
 def replace_everywhere(dotted: str, make_replacement):
     """Swap the object at `dotted` for make_replacement(object) wherever a loaded module holds it."""
     owner_name, name = dotted.rsplit(".", 1)
@@ -100,29 +118,34 @@ def replace_everywhere(dotted: str, make_replacement):
     return replacement
 
 
-# torch._VF's kernels also live on a read-only C namespace; it is swapped for a
-# delegating shadow, which torch._VF itself also reads through.
-_READ_ONLY_NAMESPACES = {"torch._VF": (("torch._C", "_VariableFunctions"), ("torch._VF", "vf"))}
+# torch._VF's kernels also live on read-only C namespaces (an instance and its
+# class); each is swapped for a delegating shadow, which torch._VF itself also reads through.
+_READ_ONLY_NAMESPACES = {"torch._VF": (("torch._C", "_VariableFunctions"), ("torch._C", "_VariableFunctionsClass"), ("torch._VF", "vf"))}
+_SHADOWS: dict[int, dict] = {}  # id(shadow) -> its blocked names; kept here, not on the shadow, so the shadow hands out nothing
 
 
-class _Shadow:
-    """Stands in for a read-only namespace: forbidden names are blocked, the rest delegate."""
+def _blocked_names(owner, attr: str) -> dict:
+    """The blocked names of the shadow standing in for owner.attr, putting one there first.
 
-    def __init__(self, target):
-        self.target, self.blocked = target, {}
+    The shadow holds the real namespace only in a closure: an attribute would be a way back to the kernels."""
+    current = getattr(owner, attr)
+    if id(current) in _SHADOWS:
+        return _SHADOWS[id(current)]
+    blocked: dict = {}
 
-    @classmethod
-    def over(cls, owner, attr: str) -> _Shadow:
-        current = getattr(owner, attr)
-        if isinstance(current, cls):
-            return current
-        shadow = cls(current)
-        setattr(owner, attr, shadow)
-        return shadow
+    class Shadow:
+        __slots__ = ()
 
-    def __getattr__(self, name):
-        blocked = self.__dict__["blocked"]
-        return blocked[name] if name in blocked else getattr(self.__dict__["target"], name)
+        def __getattr__(self, name):
+            return blocked[name] if name in blocked else getattr(current, name)
+
+        def __dir__(self):
+            return dir(current)
+
+    shadow = Shadow()
+    _SHADOWS[id(shadow)] = blocked
+    setattr(owner, attr, shadow)
+    return blocked
 
 
 def resolve(dotted: str):

@@ -1,10 +1,12 @@
 """The parent's side of the boundary: start a worker, talk to it, kill it.
 
 A worker is a fresh `python -I` process in a scratch copy of the submission,
-with an empty environment, its own session (so the whole group can be killed),
-resource limits it applies before importing student code, and stdout/stderr
-drained and discarded. A request that times out, or a worker that dies,
-poisons only that worker: the caller drops it and the next case starts another.
+started inside the run's isolation tier (tiers.py) with an empty environment,
+its own session (so the whole group can be killed), no descriptors but its two
+pipes, and stdout/stderr sent to /dev/null: nothing it prints counts. Before
+importing student code it walls itself in (worker.py `isolate`). A request
+that times out, or a worker that dies, poisons only that worker: the caller
+drops it and the next case starts another.
 """
 from __future__ import annotations
 
@@ -14,14 +16,16 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import wire
+from . import reaper, wire
+from .tiers import Tier
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+# The worker's side of the boundary: copied into each worker's scratch folder, so
+# that at the root and bubblewrap tiers the worker needs nothing of the grader's.
+WORKER_FILES = ("worker.py", "guard.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
 
 
@@ -31,6 +35,7 @@ class Limits:
     memory_bytes: int = 4 << 30
     file_bytes: int = 16 << 20
     open_files: int = 256
+    processes: int = 256  # tasks (threads too) beyond those the uid already has
     reply_bytes: int = 256 << 20
 
 
@@ -58,42 +63,54 @@ class StudentRaised(Exception):
         self.type_name, self.message, self.frames = type_name, message, frames
 
 
-def discard_output(stream) -> None:
-    """Read the worker's stdout/stderr to the end so a flood never blocks it; nothing it prints counts."""
-    while stream.read1(1 << 16):
-        pass
-
-
 class Worker:
     """One running worker process holding one submission."""
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits):
+    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier):
         self.limits = limits
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
-        workdir = self.scratch / "submission"
+        workdir, runtime = self.scratch / "submission", self.scratch / "runtime"
         shutil.copytree(submission_dir, workdir)
+        runtime.mkdir()
+        for name in WORKER_FILES:
+            shutil.copy(Path(__file__).with_name(name), runtime / name)
+        if tier.student_id is not None:
+            _chown_tree(self.scratch, tier.student_id)
         request_read, self.request_fd = os.pipe()
         self.reply_fd, reply_write = os.pipe()
+        os.set_blocking(self.request_fd, False)  # requests are written under the call's deadline
+        argv = [sys.executable, "-I", str(runtime / "worker.py"), str(request_read), str(reply_write)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(WORKER_SCRIPT), str(request_read), str(reply_write)],
+            tier.command(argv, self.scratch, workdir),
             cwd=workdir,
             env={"HOME": str(workdir), "OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"},
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             pass_fds=(request_read, reply_write),
             start_new_session=True,
         )
+        reaper.worker_started(self.proc.pid)
         os.close(request_read)
         os.close(reply_write)
-        self.drainer = threading.Thread(target=discard_output, args=(self.proc.stdout,), daemon=True)
-        self.drainer.start()
-        hello = {"limits": asdict(limits), "forbidden_modules": forbidden_modules, "forbidden_calls": forbidden_calls}
-        self.exchange(hello, [], time.monotonic() + STARTUP_SECONDS)
+        # In a PID namespace the grader's pids mean nothing, and the grader cannot be seen anyway.
+        pids, pgids = reaper.grader_ids() if tier.bwrap is None else ([], [])
+        hello = {
+            "limits": asdict(limits),
+            "forbidden_modules": forbidden_modules,
+            "forbidden_calls": forbidden_calls,
+            "student_id": tier.student_id,
+            "in_network_namespace": tier.bwrap is not None,
+            "protected_pids": pids,
+            "protected_pgids": pgids,
+        }
+        self.in_bwrap = tier.bwrap is not None
+        ready, _ = self.exchange(hello, [], time.monotonic() + STARTUP_SECONDS)
+        self.held = ready.get("held", {})  # sent before any student code ran, so it can be believed
 
     def exchange(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
         try:
-            wire.write_frame(self.request_fd, header, blobs)
+            wire.write_frame(self.request_fd, header, blobs, deadline)
             reply, reply_blobs = wire.read_frame(self.reply_fd, deadline, self.limits.reply_bytes)
         except (wire.WireClosed, BrokenPipeError):
             raise WorkerDied(self.death_notice()) from None
@@ -108,6 +125,8 @@ class Worker:
             code = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             return "the worker stopped answering"
+        if self.in_bwrap and code > 128:  # bwrap reports its child's death by signal N as status 128 + N
+            code = 128 - code
         if code < 0:
             name = signal.Signals(-code).name
             hint = {"SIGXCPU": " (CPU time limit)", "SIGKILL": " (killed, often for memory)", "SIGXFSZ": " (file size limit)"}
@@ -125,5 +144,13 @@ class Worker:
         except ProcessLookupError:
             pass
         self.proc.wait()
-        self.drainer.join(timeout=5)
+        reaper.worker_stopped(self.proc.pid)
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _chown_tree(top: Path, uid: int) -> None:
+    os.chown(top, uid, uid)
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)
+

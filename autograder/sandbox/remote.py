@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import wire
 from .process import BadReply, Limits, StudentRaised, Worker, WorkerFailure
+from .tiers import Tier
 
 
 class ForbiddenUsed(Exception):
@@ -41,10 +42,11 @@ class Remote:
 class Student:
     """The submission, reached through a worker that is replaced when it fails."""
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits):
-        self.submission_dir, self.limits = submission_dir, limits
+    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier):
+        self.submission_dir, self.limits, self.tier = submission_dir, limits, tier
         self.forbidden_modules, self.forbidden_calls = forbidden_modules, forbidden_calls
         self.worker: Worker | None = None
+        self.held: dict = {}  # what the last worker reported of its walls before student code ran
         self.deadline: float | None = None  # set per case by the runner
 
     def __getattr__(self, module: str) -> Remote:
@@ -81,7 +83,8 @@ class Student:
 
     def start(self) -> None:
         if self.worker is None:
-            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits)
+            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier)
+            self.held = self.worker.held
 
     def stop(self) -> None:
         if self.worker is not None:
@@ -119,8 +122,8 @@ class Student:
             raise BadReply("the worker sent a reply without a value")
         try:
             return wire.decode(reply["value"], blobs)
-        except (wire.WireError, RecursionError, ValueError, TypeError) as exc:
-            raise BadReply(f"the worker sent a malformed value ({exc})") from None
+        except Exception as exc:  # whatever a forged frame makes decoding raise, it fails the case, not the grader
+            raise BadReply(f"the worker sent a malformed value ({type(exc).__name__}: {str(exc)[:300]})") from None
 
 
 def _exprs(value):

@@ -300,10 +300,19 @@ def pack(header: dict, blobs: list[bytes]) -> bytes:
     return b"".join([_LEN.pack(len(text)), text, *blobs])
 
 
-def write_frame(fd: int, header: dict, blobs: list[bytes]) -> None:
+def write_frame(fd: int, header: dict, blobs: list[bytes], deadline: float | None = None) -> None:
+    """Write one frame; with a deadline, `fd` must be non-blocking: a reader that stops reading
+    (a worker that swapped out its request pipe) then costs the deadline, not a hang."""
     view = memoryview(pack(header, blobs))
     while view:
-        view = view[os.write(fd, view):]
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([], [fd], [], wait)[1]:
+                raise WireTimeout("the request was not taken before the time limit")
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            continue
 
 
 def read_frame(fd: int, deadline: float | None = None, max_blob_bytes: int = MAX_BLOB_BYTES) -> tuple[dict, list[bytes]]:

@@ -1,12 +1,14 @@
 """The worker: the one process that imports and runs a submission.
 
 Started by `process.py` as `python -I worker.py REQUEST_FD REPLY_FD` with an
-empty environment, in a scratch folder holding a copy of the submission. It
-limits itself before any student code runs, then answers requests until its
-request pipe closes. Everything it sends is untrusted by the parent.
+empty environment, in a scratch folder holding a copy of the submission and of
+this folder's worker-side files. Before any student code runs it walls itself
+in (`isolate`), then answers requests until its request pipe closes.
+Everything it sends after that is untrusted by the parent.
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import resource
@@ -15,11 +17,38 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
+import seccomp  # noqa: E402
 import wire  # noqa: E402
 
 del sys.path[0]
 
 SUBMISSION_DIR = os.getcwd()
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+
+
+def isolate(hello: dict) -> dict:
+    """Network namespace, the student uid (root tier), limits, then the seccomp filter; says what held."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:  # when memory runs out across processes, the kernel takes students first (before the uid changes: then /proc/self is root's)
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+    held = {"network_namespace": hello["in_network_namespace"], "seccomp": None}
+    uid = hello["student_id"]
+    if not held["network_namespace"]:  # unprivileged, a user namespace is the key to a network namespace
+        held["network_namespace"] = libc.unshare(CLONE_NEWNET if uid is not None else CLONE_NEWUSER | CLONE_NEWNET) == 0
+    if uid is not None:  # started as root: become the student for good
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    apply_limits(hello["limits"])
+    try:
+        seccomp.install(hello["protected_pids"], hello["protected_pgids"])
+        held["seccomp"] = "loaded"
+    except seccomp.SeccompUnavailable as exc:
+        held["seccomp"] = f"not loaded: {exc}"
+    return held
 
 
 def apply_limits(limits: dict) -> None:
@@ -33,6 +62,21 @@ def apply_limits(limits: dict) -> None:
         ("RLIMIT_CORE", 0),
     ):
         resource.setrlimit(getattr(resource, name), (value, value))
+    if os.getuid() != 0:  # root ignores RLIMIT_NPROC; for others it counts every task of the uid
+        tasks = _tasks_of(os.getuid()) + limits["processes"]
+        resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+
+
+def _tasks_of(uid: int) -> int:
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if int(next(line for line in f if line.startswith("Uid:")).split()[1]) == uid:
+                    count += len(os.listdir(f"/proc/{pid}/task"))
+        except (OSError, StopIteration, ValueError):
+            continue
+    return count
 
 
 class Objects:
@@ -95,17 +139,21 @@ def describe_error(exc: BaseException) -> dict:
         for f in traceback.extract_tb(exc.__traceback__)
         if f.filename.startswith(SUBMISSION_DIR + os.sep)
     ]
-    return {"type": type(exc).__name__, "message": str(exc)[:2000], "frames": frames[-8:]}
+    try:
+        message = str(exc)[:2000]
+    except BaseException:  # an exception whose __str__ raises is still the student's exception
+        message = "(its message could not be printed)"
+    return {"type": type(exc).__name__, "message": message, "frames": frames[-8:]}
 
 
 def main() -> None:
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     hello, _ = wire.read_frame(request_fd)
-    apply_limits(hello["limits"])
+    held = isolate(hello)
     forbidden = guard.Guard(SUBMISSION_DIR, hello["forbidden_modules"], hello["forbidden_calls"])
     sys.path.insert(0, SUBMISSION_DIR)
     objects = Objects()
-    wire.write_frame(reply_fd, {"ready": True}, [])
+    wire.write_frame(reply_fd, {"ready": True, "held": held}, [])
     while True:
         try:
             request, blobs = wire.read_frame(request_fd)
@@ -115,9 +163,8 @@ def main() -> None:
             reply, out = serve(request, blobs, objects)
         except BaseException as exc:  # student code may raise anything, SystemExit included
             reply, out = {"error": describe_error(exc)}, []
-        reply["violations"] = forbidden.violations
-        sys.stdout.flush()
-        sys.stderr.flush()
+        tampered = forbidden.tampered()
+        reply["violations"] = forbidden.violations + ([tampered] if tampered else [])
         wire.write_frame(reply_fd, reply, out)
 
 

@@ -1,0 +1,127 @@
+"""The parent's own hygiene: undumpable, and the reaper of every process a student leaves behind.
+
+Undumpable (PR_SET_DUMPABLE 0) makes the kernel refuse other processes of the
+same uid a look at the grader's memory, environment, open files and working
+folder under /proc, and refuse them ptrace. As a child subreaper
+(PR_SET_CHILD_SUBREAPER) the grader inherits every orphan of its workers, a
+`setsid` grandchild too, instead of init; `sweep` kills them all before any
+result is written. At the root tier each worker uid is the grader's alone, so
+the sweep also kills whatever still runs as that uid.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+SWEEP_SECONDS = 10.0
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_live_workers: set[int] = set()  # pids of workers still in use: the sweep leaves them alone
+
+
+def harden_parent() -> list[str]:
+    """Make this process undumpable and a subreaper; the list says what could not be done."""
+    missing = []
+    for option, what in ((PR_SET_DUMPABLE, "undumpable"), (PR_SET_CHILD_SUBREAPER, "subreaper")):
+        value = 0 if option == PR_SET_DUMPABLE else 1
+        if _libc.prctl(option, value, 0, 0, 0) != 0:
+            missing.append(f"could not make the grader {what}: {os.strerror(ctypes.get_errno())}")
+    return missing
+
+
+def worker_started(pid: int) -> None:
+    _live_workers.add(pid)
+
+
+def worker_stopped(pid: int) -> None:
+    _live_workers.discard(pid)
+
+
+def sweep(student_uid: int | None = None) -> None:
+    """Kill and reap every child of ours that is not a live worker, and at the root tier every
+    process of `student_uid`, until none is left (a fork storm respawns while it is killed)."""
+    deadline = time.monotonic() + SWEEP_SECONDS
+    while time.monotonic() < deadline:
+        strays = [pid for pid in _children() if pid not in _live_workers]
+        owned = student_uid is not None and _kill_uid(student_uid)
+        for pid in strays:
+            _kill_and_reap(pid)
+        if not strays and not owned:
+            return
+    raise RuntimeError("student processes survived the sweep")
+
+
+def grader_ids() -> tuple[list[int], list[int]]:
+    """This process and every one above it up to init, with their threads (kill() takes a thread id too),
+    and their process groups: student code may signal none of them."""
+    pids, pid = [], os.getpid()
+    while pid is not None and pid > 1:
+        pids.append(pid)
+        pid = _parent_of(pid)
+    pids += [int(t) for p in pids for t in _threads(p) if int(t) != p]
+    pgids = set()
+    for pid in pids:
+        try:
+            pgids.add(os.getpgid(pid))
+        except ProcessLookupError:
+            pass
+    return pids, sorted(pgids)
+
+
+def _threads(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _parent_of(int(entry)) == me]
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # the command name may hold spaces and parentheses: the fields after it start past the last ')'
+    return int(stat[stat.rindex(b")") + 2:].split()[1])
+
+
+def _kill_and_reap(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _kill_uid(uid: int) -> bool:
+    """kill(-1) as `uid`: every process of that uid dies at once. True when there were any."""
+    if not any(_owner(pid) == uid for pid in os.listdir("/proc") if pid.isdigit()):
+        return False
+    child = os.fork()
+    if child == 0:  # only system calls here: the fork of a threaded parent
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    return True
+
+
+def _owner(pid: str) -> int | None:
+    """The real uid, from status: /proc/<pid> itself belongs to root when the process made itself undumpable."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith("Uid:")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        return None

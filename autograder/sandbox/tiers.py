@@ -1,0 +1,185 @@
+"""Isolation tiers: the strongest wall this machine can put around the worker.
+
+Chosen once per run, printed, and recorded in results.json:
+
+- root: the grader runs as root (Gradescope, a grading container). Each worker
+  runs as a uid of its own with no account, in its own network namespace, and
+  everything the grader keeps from students (the project folder but for the
+  Python it runs on, solutions/, the grader's package, results and secret
+  files) loses its permissions for others.
+- bubblewrap: unprivileged, with `bwrap` and user namespaces. The worker sees a
+  read-only root holding only system files and Python, a private /tmp, its own
+  scratch folder, and its own PID and network namespaces.
+- same-user: neither. The worker shares the grader's uid and file system; what
+  still holds is listed in SECURITY.md.
+
+In every tier the worker also applies resource limits and the seccomp filter
+(sandbox/seccomp.py) itself, and the parent is undumpable and reaps every
+process the student leaves behind (sandbox/reaper.py). A tier is only chosen
+after a probe shows it can start Python; otherwise the grader says why and
+takes the next one.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ORDER = ("same-user", "bubblewrap", "root")  # weakest first
+GUARANTEES = {
+    "root": "a uid of its own, no network, grader files unreadable",
+    "bubblewrap": "private mounts, PIDs and network; grader files not mounted",
+    "same-user": "same user, resource limits, seccomp where it loads; grader files readable",
+}
+# Ids no account or other grader uses: each grader process gets its own, so one
+# grader's sweep (kill every process of the uid) never touches another's workers.
+STUDENT_ID_BASE = 1 << 30
+
+
+class TierUnavailable(Exception):
+    """--require-tier asked for more than this machine offers."""
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    notes: tuple[str, ...] = ()  # why each stronger tier was not used
+    student_id: int | None = None  # root tier: uid and gid of the workers
+    hidden: tuple[Path, ...] = ()  # what the worker must not read
+    bwrap: str | None = None  # bubblewrap tier, and the root tier where bwrap is installed
+    python_paths: tuple[Path, ...] = field(default=(), repr=False)  # read-only binds for bwrap
+
+    @property
+    def guarantees(self) -> str:
+        mounts = "; private mounts and PIDs (bubblewrap)" if self.name == "root" and self.bwrap else ""
+        return GUARANTEES[self.name] + mounts
+
+    def record(self) -> dict:
+        return {"tier": self.name, "guarantees": self.guarantees, "notes": list(self.notes)}
+
+    def command(self, argv: list[str], scratch: Path, workdir: Path) -> list[str]:
+        """The command line that starts `argv` inside this tier's walls."""
+        if self.bwrap is None:
+            return argv
+        as_root = self.student_id is not None
+        return [*bubblewrap_args(self.bwrap, self.python_paths, scratch, workdir, as_root), "--", *argv]
+
+
+def choose_tier(hidden: list[Path], require: str = "same-user") -> Tier:
+    """The strongest tier that works here, at least `require`; `hidden` lists what students must not read."""
+    hidden = tuple(p.resolve() for p in hidden if p.exists())
+    notes: list[str] = []
+    bwrap = shutil.which("bwrap")
+    paths = python_paths(hidden)
+    if os.geteuid() == 0:
+        tier = _root_tier(hidden, bwrap, paths, notes)
+    else:
+        notes.append("root tier unavailable: the grader is not running as root")
+        tier = _bubblewrap_tier(hidden, bwrap, paths, notes)
+    tier = tier or Tier("same-user", tuple(notes), hidden=hidden)
+    if ORDER.index(tier.name) < ORDER.index(require):
+        raise TierUnavailable(f"--require-tier {require}, but the strongest tier here is {tier.name}: " + "; ".join(notes))
+    return tier
+
+
+def _root_tier(hidden, bwrap, paths, notes) -> Tier | None:
+    uid = STUDENT_ID_BASE + os.getpid()
+    become = f"import os; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid}); import numpy"
+    probe = [sys.executable, "-I", "-c", become]
+    if bwrap:  # bubblewrap's mounts also make a Python under /root reachable for the uid
+        tier = Tier("root", tuple(notes), student_id=uid, hidden=hidden, bwrap=bwrap, python_paths=paths)
+        reason = _probe(tier.command(probe, Path("/tmp"), Path("/tmp")))
+        if reason is None:
+            return tier
+        notes.append(f"bubblewrap unavailable as root: {reason}")
+    else:
+        notes.append("bubblewrap not installed (Debian package bubblewrap): no private mounts")
+    reason = _probe(probe)
+    if reason is None:
+        return Tier("root", tuple(notes), student_id=uid, hidden=hidden)
+    notes.append(f"root tier unavailable: Python cannot start as an unprivileged uid ({reason})")
+    return None
+
+
+def _bubblewrap_tier(hidden, bwrap, paths, notes) -> Tier | None:
+    if bwrap is None:
+        notes.append("bubblewrap tier unavailable: bwrap is not installed (Debian package bubblewrap)")
+        return None
+    tier = Tier("bubblewrap", tuple(notes), hidden=hidden, bwrap=bwrap, python_paths=paths)
+    reason = _probe(tier.command([sys.executable, "-I", "-c", "import numpy"], Path("/tmp"), Path("/tmp")))
+    if reason is not None:
+        notes.append(f"bubblewrap tier unavailable: {reason}")
+        return None
+    return tier
+
+
+def _probe(argv: list[str]) -> str | None:
+    """None when argv runs cleanly, else the last line of what went wrong."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd="/", env={"LC_ALL": "C.UTF-8"})
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return lines[-1] if lines else f"exit status {done.returncode}"
+
+
+def python_paths(hidden: tuple[Path, ...]) -> tuple[Path, ...]:
+    """What the worker's Python needs to see: its prefixes and sys.path, less anything hidden or holding it."""
+    wanted = [Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in sys.path if p and os.path.isdir(p))]
+    keep: list[Path] = []
+    for path in (p.resolve() for p in wanted):
+        if any(path.is_relative_to(h) or h.is_relative_to(path) for h in hidden):
+            continue
+        if not any(path.is_relative_to(k) for k in keep):
+            keep = [k for k in keep if not k.is_relative_to(path)] + [path]
+    return tuple(sorted(keep))
+
+
+def bubblewrap_args(bwrap: str, python: tuple[Path, ...], scratch: Path, workdir: Path, as_root: bool) -> list[str]:
+    # As root, no user namespace: the worker must still be able to drop to the student uid inside.
+    unshare = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"] if as_root else ["--unshare-all"]
+    args = [bwrap, *unshare, "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):  # merged /usr: keep the link, it points into /usr
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for path in ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime"):
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    made: set[Path] = set()
+    for path in python:
+        if not path.is_relative_to("/usr"):
+            # bwrap makes missing parents 0700; the student uid must be able to walk through them
+            for parent in reversed(path.parents[:-1]):
+                if parent not in made and not parent.is_relative_to("/tmp"):
+                    args += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(parent)
+            args += ["--ro-bind", str(path), str(path)]
+    for device in sorted(glob.glob("/dev/nvidia*")):  # a lent GPU
+        args += ["--dev-bind", device, device]
+    return [*args, "--bind", str(scratch), str(scratch), "--chdir", str(workdir)]
+
+
+def hide(paths: tuple[Path, ...]) -> None:
+    """Root tier: take every permission for others off what the worker must not read."""
+    for path in paths:
+        try:
+            os.chmod(path, os.stat(path).st_mode & ~0o007)
+        except FileNotFoundError:
+            pass
+
+
+def grader_files(rubric_dir: Path, solutions_dir: Path, extra: list[Path]) -> list[Path]:
+    """What students must not read: the rubric's folder entry by entry (but for the Python that runs
+    the worker, which may live there as .venv), solutions/, the grader's own package, and `extra`."""
+    package = Path(__file__).resolve().parents[1]
+    python = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    inside = [p for p in rubric_dir.resolve().iterdir() if not any(py.is_relative_to(p) for py in python)]
+    return [*inside, solutions_dir, package, *extra]
