@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,15 +93,16 @@ def _root_tier(hidden, bwrap, paths, notes) -> Tier | None:
     probe = [sys.executable, "-I", "-c", become]
     if bwrap:  # bubblewrap's mounts also make a Python under /root reachable for the uid
         tier = Tier("root", tuple(notes), student_id=uid, hidden=hidden, bwrap=bwrap, python_paths=paths)
-        reason = _probe(tier.command(probe, Path("/tmp"), Path("/tmp")))
+        reason = _probe(tier, probe)
         if reason is None:
             return tier
         notes.append(f"bubblewrap unavailable as root: {reason}")
     else:
         notes.append("bubblewrap not installed (Debian package bubblewrap): no private mounts")
-    reason = _probe(probe)
+    tier = Tier("root", tuple(notes), student_id=uid, hidden=hidden)
+    reason = _probe(tier, probe)
     if reason is None:
-        return Tier("root", tuple(notes), student_id=uid, hidden=hidden)
+        return tier
     notes.append(f"root tier unavailable: Python cannot start as an unprivileged uid ({reason})")
     return None
 
@@ -110,19 +112,23 @@ def _bubblewrap_tier(hidden, bwrap, paths, notes) -> Tier | None:
         notes.append("bubblewrap tier unavailable: bwrap is not installed (Debian package bubblewrap)")
         return None
     tier = Tier("bubblewrap", tuple(notes), hidden=hidden, bwrap=bwrap, python_paths=paths)
-    reason = _probe(tier.command([sys.executable, "-I", "-c", "import numpy"], Path("/tmp"), Path("/tmp")))
+    reason = _probe(tier, [sys.executable, "-I", "-c", "import numpy"])
     if reason is not None:
         notes.append(f"bubblewrap tier unavailable: {reason}")
         return None
     return tier
 
 
-def _probe(argv: list[str]) -> str | None:
-    """None when argv runs cleanly, else the last line of what went wrong."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd="/", env={"LC_ALL": "C.UTF-8"})
-    except (OSError, subprocess.SubprocessError) as exc:
-        return str(exc)
+def _probe(tier: Tier, argv: list[str]) -> str | None:
+    """None when argv runs cleanly inside `tier`, from an empty scratch folder as a worker would, else
+    the last line of what went wrong."""
+    with tempfile.TemporaryDirectory(prefix="autograder-probe-") as scratch:
+        os.chmod(scratch, 0o755)  # the student uid of the root tier starts in it
+        try:
+            done = subprocess.run(tier.command(argv, Path(scratch), Path(scratch)), capture_output=True, text=True,
+                                  timeout=60, cwd=scratch, env={"LC_ALL": "C.UTF-8"})
+        except (OSError, subprocess.SubprocessError) as exc:
+            return str(exc)
     if done.returncode == 0:
         return None
     lines = (done.stderr or done.stdout).strip().splitlines()
@@ -158,7 +164,7 @@ def bubblewrap_args(bwrap: str, python: tuple[Path, ...], scratch: Path, workdir
         if not path.is_relative_to("/usr"):
             # bwrap makes missing parents 0700; the student uid must be able to walk through them
             for parent in reversed(path.parents[:-1]):
-                if parent not in made and not parent.is_relative_to("/tmp"):
+                if parent not in made and parent != Path("/tmp"):  # /tmp is bwrap's own tmpfs, 0755
                     args += ["--perms", "0755", "--dir", str(parent)]
                     made.add(parent)
             args += ["--ro-bind", str(path), str(path)]
