@@ -11,7 +11,7 @@ import resource
 import pytest
 from attacks import SOLUTIONS, tier
 
-from autograder.sandbox.process import Limits
+from autograder.sandbox.process import Limits, WorkerFailure
 from autograder.sandbox.remote import Student
 from autograder.sandbox.tiers import STUDENT_ID_BASE
 
@@ -61,3 +61,13 @@ def test_the_worker_walls_itself_in(worker):
         pytest.skip(f"seccomp did not load here: {worker.held.get('seccomp')}")
     with pytest.raises(Exception, match="Permission denied|PermissionError"):
         worker.socket.socket(2, 1)  # AF_INET, SOCK_STREAM
+
+
+def test_a_worker_that_cannot_start_leaves_nothing_open():
+    """A worker that dies while starting (here: its guard cannot find what it must forbid) takes its pipes with it."""
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        student = Student(SOLUTIONS, [], ["no_such_module.call"], Limits(), tier())
+        with pytest.raises(WorkerFailure):
+            student.start()
+    assert sorted(os.listdir("/proc/self/fd")) == before

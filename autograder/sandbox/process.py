@@ -105,7 +105,11 @@ class Worker:
             "protected_pgids": pgids,
         }
         self.in_bwrap = tier.bwrap is not None
-        ready, _ = self.exchange(hello, [], time.monotonic() + STARTUP_SECONDS)
+        try:
+            ready, _ = self.exchange(hello, [], time.monotonic() + STARTUP_SECONDS)
+        except WorkerFailure:  # nobody else holds this worker yet: its pipes and process end here
+            self.close()
+            raise
         self.held = ready.get("held", {})  # sent before any student code ran, so it can be believed
 
     def exchange(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
