@@ -4,7 +4,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+from attacks import tier
 from conftest import ROOT, SOLUTIONS
+
+from autograder.sandbox.tiers import ORDER
 
 
 def autograder(*args, cwd=ROOT):
@@ -62,3 +66,19 @@ def test_release_check_fails_when_starter_is_stale(tmp_path):
     assert autograder("--config", str(tmp_path / "grading.yaml"), "release").returncode == 0
     assert "raise NotImplementedError" in (tmp_path / "starter" / "ngram.py").read_text()
     assert autograder("--config", str(tmp_path / "grading.yaml"), "release", "--check").returncode == 0
+
+
+@pytest.mark.parametrize("required", ORDER)
+def test_require_tier_grades_at_or_above_it_and_refuses_below(tmp_path, required):
+    """Whatever this machine offers, --require-tier holds both ways: a tier at or below the one here grades,
+    a stronger one is refused with no points and the reason."""
+    here = tier()
+    results = tmp_path / "results.json"
+    proc = autograder("grade", str(SOLUTIONS), "--component", "causal_mask", "--require-tier", required, "--results", str(results))
+    data = json.loads(results.read_text())
+    if ORDER.index(required) <= ORDER.index(here.name):
+        assert proc.returncode == 0 and data["score"] == data["max_score"] > 0, proc.stdout + proc.stderr
+        assert data["extra_data"]["isolation"]["tier"] == here.name
+    else:
+        assert proc.returncode == 2 and data["score"] == 0 and data["tests"] == []
+        assert f"--require-tier {required}, but the strongest tier here is {here.name}" in data["output"]
