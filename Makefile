@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test release
+.PHONY: demo test release bench
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,3 +21,6 @@ test: $(STAMP)
 
 release: $(STAMP)
 	$(VENV)/bin/autograder release
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from .cases import CHECKS
 from .sandbox.guard import resolve
+from .timing import Policy
 
 # The student API fixes which file holds which component.
 COMPONENT_FILES = {
@@ -79,10 +80,29 @@ class PartSpec(Strict):
     components: Annotated[list[str], Field(min_length=1)]
 
 
+class TimingSpec(Strict):
+    """How timing cases turn a speed ratio (student / reference) into points; see timing.Policy."""
+
+    without_gpu: Literal["grade", "inform", "skip"] = "grade"
+    full_until: Positive = 1.5
+    zero_at: Positive = 4.0
+    flag_below: Annotated[float, Field(ge=0, lt=1)] = 0.1
+    memory_ratio: Positive = 2.0
+    seconds: Positive = 20.0
+    tight: Positive = 0.1
+
+    @model_validator(mode="after")
+    def bands(self) -> TimingSpec:
+        if not self.flag_below < 1 <= self.full_until < self.zero_at:
+            raise ValueError(f"expected flag_below < 1 <= full_until < zero_at, got {self.flag_below}, {self.full_until}, {self.zero_at}")
+        return self
+
+
 class RubricSpec(Strict):
     course: str
     solutions: str = "solutions"
     defaults: Defaults = Defaults()
+    timing: TimingSpec = TimingSpec()
     parts: Annotated[list[PartSpec], Field(min_length=1)]
     components: dict[str, ComponentSpec]
 
@@ -190,6 +210,7 @@ class Rubric:
     solutions_dir: Path
     memory_mb: int
     components: list[Component]
+    timing: Policy = Policy()
 
     def component(self, cid: str) -> Component:
         for comp in self.components:
@@ -248,5 +269,5 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
         ]
         components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases))
     solutions = (path.parent / spec.solutions).resolve()
-    return Rubric(spec.course, path, solutions, d.memory_mb, components)
+    return Rubric(spec.course, path, solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()))
 

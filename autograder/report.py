@@ -26,13 +26,13 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
             "name": f"[{r.case.component}] {r.case.name}",
             "number": r.case.number,
             "score": r.score,
-            "max_score": r.case.points,
-            "status": "passed" if r.passed else "failed",
+            "max_score": r.max_score,
+            "status": "passed" if r.passed and r.fraction == 1 else "failed",
             "visibility": r.case.visibility,
             "tags": [r.case.component],
             "output": r.output,
             "output_format": "text",
-            "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3)},
+            "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3), **r.extra},
         }
         for r in run.results
     ]
@@ -40,7 +40,7 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
     summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
     return {
         "score": sum(r.score for r in run.results),
-        "max_score": sum(r.case.points for r in run.results),
+        "max_score": sum(r.max_score for r in run.results),
         "output": "\n".join(summary + list(notes)),
         "output_format": "text",
         "visibility": "visible",
@@ -79,16 +79,16 @@ def print_table(run: GradeRun, console: Console) -> None:
     for column in ("#", "component", "case", "score", "result"):
         table.add_column(column, justify="right" if column in ("#", "score") else "left")
     for r in run.results:
-        mark = "[green]pass[/]" if r.passed else "[red]FAIL[/]"
+        mark = "[red]FAIL[/]" if not r.passed else "[green]pass[/]" if r.fraction == 1 else "[yellow]part[/]"
         label = escape(r.case.name) + ("" if r.case.visible else f" [dim]({r.case.visibility})[/]")
-        table.add_row(r.case.number, r.case.component, label, f"{r.score:g}/{r.case.points:g}", mark)
+        table.add_row(r.case.number, r.case.component, label, f"{r.score:.3g}/{r.max_score:g}", mark)
     console.print(table)
     for r in run.results:
-        if not r.passed:
+        if not r.passed or r.extra:  # failures, and every timing verdict
             console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
             console.print(f"  {r.output}", markup=False, highlight=False)
     for component in dict.fromkeys(r.case.component for r in run.results):
         rs = [r for r in run.results if r.case.component == component]
-        console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.case.points for r in rs):g}", highlight=False)
-    total, most = sum(r.score for r in run.results), sum(r.case.points for r in run.results)
+        console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g}", highlight=False)
+    total, most = sum(r.score for r in run.results), sum(r.max_score for r in run.results)
     console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cases import CHECKS
+from .cases import CHECKS, TIMING
 from .collect import Case, Component, Rubric
 from .forbidden import scan_submission
 from .judge import CaseFailed
@@ -23,6 +23,7 @@ from .sandbox.process import BadReply, CallTimeout, Limits, StudentRaised, Worke
 from .sandbox.remote import ForbiddenUsed, Student
 from .sandbox.tiers import Tier, choose_tier, grader_files, hide
 from .submission import Submission
+from .timing import Partial, Speed
 from .trial import Trial
 
 
@@ -33,10 +34,17 @@ class CaseResult:
     output: str
     seconds: float = 0.0
     forbidden: bool = False  # failed for using a forbidden built-in
+    fraction: float = 1.0  # a timing verdict earns part of the points
+    counted: bool = True  # False: reported only (a timing case without a GPU under `inform` or `skip`)
+    extra: dict = field(default_factory=dict)  # a timing verdict's device, ratio and interval
+
+    @property
+    def max_score(self) -> float:
+        return self.case.points if self.counted else 0.0
 
     @property
     def score(self) -> float:
-        return self.case.points if self.passed else 0.0
+        return self.max_score * self.fraction if self.passed else 0.0
 
 
 @dataclass
@@ -79,7 +87,7 @@ def grade(
         for component in components:
             cases = [c for c in component.cases if c.visible or not visible_only]
             run.hidden_not_run += len(component.cases) - len(cases)
-            for result in _grade_component(component, cases, submission, reference, secret, rubric.memory_mb, tier, run.isolation["held"]):
+            for result in _grade_component(component, cases, submission, reference, secret, rubric, tier, run.isolation["held"]):
                 run.results.append(result)
                 on_result(result)
     finally:
@@ -88,7 +96,7 @@ def grade(
     return run
 
 
-def _grade_component(component: Component, cases: list[Case], submission: Submission, reference: Reference, secret: str, memory_mb: int,
+def _grade_component(component: Component, cases: list[Case], submission: Submission, reference: Reference, secret: str, rubric: Rubric,
                      tier: Tier, held: dict):
     if component.file not in submission.files:
         message = f"Not submitted: {component.file} was not found in the submission."
@@ -99,12 +107,14 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
         message = f"{component.file} (with the files it imports) uses what this component may not: " + "; ".join(violations) + "."
         yield from (CaseResult(case, False, message) for case in cases)
         return
-    limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=memory_mb << 20)
+    limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
     student = Student(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier)
+    speed = Speed(rubric.timing, reference.solutions_dir, tier, limits)
     try:
-        results = [run_case(case, student, reference, secret) for case in cases]
+        results = [run_case(case, student, reference, secret, speed) for case in cases]
     finally:
         student.stop()
+        speed.stop()
         reaper.sweep(tier.student_id)  # what the student left running dies before the next component starts
     held.update(student.held)
     # One use of a forbidden built-in fails the whole component, also the cases that ran before it
@@ -113,15 +123,24 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
     yield from (CaseResult(r.case, False, used, r.seconds, True) if used else r for r in results)
 
 
-def run_case(case: Case, student: Student, reference: Reference, secret: str) -> CaseResult:
+def run_case(case: Case, student: Student, reference: Reference, secret: str, speed: Speed) -> CaseResult:
     started = time.monotonic()
-    forbidden = False
+    forbidden, fraction, extra = False, 1.0, {}
+    timed = case.check in TIMING
+    counted = not timed or speed.graded
+    if timed and not speed.graded and speed.policy.without_gpu == "skip":
+        return CaseResult(case, False, "Skipped: no GPU here, and timing cases are skipped without one.", counted=False,
+                          extra={"device": speed.device})
     try:
         student.deadline = None
         student.start()
         student.deadline = time.monotonic() + case.timeout
-        CHECKS[case.check](Trial(case, student, reference, secret), **case.params)
+        CHECKS[case.check](Trial(case, student, reference, secret, speed), **case.params)
         passed, output = True, "Passed."
+    except Partial as exc:
+        passed, output, fraction, extra = True, str(exc), exc.verdict.fraction, exc.verdict.extra
+        if not counted:
+            output += " Reported only: without a GPU, timing earns no points here."
     except CaseFailed as exc:
         passed, output = False, str(exc)
     except StudentRaised as exc:
@@ -139,7 +158,7 @@ def run_case(case: Case, student: Student, reference: Reference, secret: str) ->
         passed, output = False, "The grader itself failed on this case (an internal error, not your fault); course staff must look at it."
     finally:
         student.deadline = None
-    return CaseResult(case, passed, output, time.monotonic() - started, forbidden)
+    return CaseResult(case, passed, output, time.monotonic() - started, forbidden, fraction, counted, extra)
 
 
 def _describe_raise(exc: StudentRaised) -> str:

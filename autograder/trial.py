@@ -19,8 +19,9 @@ def case_seed(case: Case, secret: str) -> int:
 
 
 class Trial:
-    def __init__(self, case: Case, student: Student, reference: Reference, secret: str):
+    def __init__(self, case: Case, student: Student, reference: Reference, secret: str, speed=None):
         self.case, self.student, self._reference = case, student, reference
+        self.speed = speed  # timing.Speed: the timing policy, device and reference worker
         self.seed = case_seed(case, secret)
         self.rng = np.random.default_rng(self.seed)
         self.visible = case.visible

@@ -4,7 +4,8 @@ attention.py holds two components. A bug in the attention arithmetic costs `atte
 causal_mask cases compare the student's causal self-attention with its own non-causal attention,
 so they are blind to scaling. A bug in how a mask is applied, or in how heads are split, really does
 let causal self-attention see the future, and `causal_mask` loses its behaviour points as well
-(listed as `also`). A bug in causal_mask() costs `causal_mask` only.
+(listed as `also`). A bug in causal_mask() costs `causal_mask`, and the speed points of
+multi_head_self_attention, whose causal outputs it makes wrong.
 """
 import pytest
 from conftest import ROOT, assert_caught_in_component_only
@@ -17,6 +18,8 @@ _attention = (ROOT / "solutions" / "attention.py").read_text()
 HEAD_SPLIT = _attention[_attention.index("    q = (x @ W_q.T).view(B, T,"):_attention.index("y = y.transpose(1, 2).reshape(B, T, d)") + 38]
 CAUSAL = "return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)"
 LEAKS = frozenset({"causal_mask.no_future_leak", "causal_mask.prefix"})
+# multi_head_self_attention's speed case times causal attention: with a wrong mask its outputs are wrong, so no timing points.
+MHSA_SPEED = frozenset({"attention.speed"})
 
 # (mistake, component, anchor, replacement, checks that must fail, phrase of the feedback, other checks it genuinely breaks)
 MISTAKES = [
@@ -34,9 +37,9 @@ MISTAKES = [
     ("self-attention that mixes no positions", "attention", "y = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, dk)",
      "y = v  # (B, h, T, dk)", {"causal_mask.no_future_leak"}, "did not move", frozenset({"causal_mask.no_future_leak"})),
     ("triu instead of tril", "causal_mask", CAUSAL, CAUSAL.replace(".tril()", ".triu()"),
-     {"causal_mask.values", "causal_mask.no_future_leak"}, "the upper triangle (triu)", frozenset()),
+     {"causal_mask.values", "causal_mask.no_future_leak"}, "the upper triangle (triu)", MHSA_SPEED),
     ("a causal mask without the diagonal", "causal_mask", CAUSAL, CAUSAL.replace(".tril()", ".tril(-1)"),
-     {"causal_mask.values", "causal_mask.prefix"}, "the diagonal is missing", frozenset()),
+     {"causal_mask.values", "causal_mask.prefix"}, "the diagonal is missing", MHSA_SPEED),
     ("unbiased variance in LayerNorm", "transformer", "var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
      "var = x.var(dim=-1, keepdim=True)", {"transformer.layer_norm"}, "the unbiased variance", frozenset()),
     ("post-LN when pre-LN was asked", "transformer", "            x = x + self.attn(self.ln1(x))\n            x = x + self.ffn(self.ln2(x))",

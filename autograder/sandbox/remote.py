@@ -68,6 +68,14 @@ class Student:
         """Place a value in the worker, to see later whether student code changed it."""
         return self._request("put", [value], True)
 
+    def repeat(self, fn: Remote, calls: list[list], backward: bool = False) -> dict:
+        """Timing: fn on each argument list, outputs reduced to checksums in the worker: {"checksums", "peak_bytes"}."""
+        return self._request("repeat", [fn._expr, calls, backward], False)
+
+    def flush(self) -> None:
+        """Evict the GPU's L2 cache (nothing on a CPU)."""
+        self._request("flush", [], False)
+
     def numpy_rng(self, seed: int) -> wire.Make:
         """A numpy Generator built in the worker (an RNG cannot travel as data)."""
         return wire.Make("numpy_rng", seed)

@@ -50,10 +50,11 @@ class Handle:
 
 
 class Make:
-    """A value the worker constructs itself: an RNG from a seed, or a spy on a dotted function name."""
+    """A value the worker constructs itself: an RNG from a seed, a spy on a dotted function name, or a
+    random tensor from [shape, seed, dtype or high, device] (timing inputs too large to send)."""
 
     __slots__ = ("kind", "arg")
-    KINDS = {"numpy_rng": int, "torch_generator": int, "spy": str}
+    KINDS = {"numpy_rng": int, "torch_generator": int, "spy": str, "randn": list, "randint": list}
 
     def __init__(self, kind: str, arg):
         if kind not in self.KINDS or type(arg) is not self.KINDS[kind]:

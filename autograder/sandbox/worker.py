@@ -108,6 +108,8 @@ def build(value):
             import torch
 
             return torch.Generator().manual_seed(value.arg)
+        if value.kind in ("randn", "randint"):
+            return random_tensor(value.kind, *value.arg)
         import numpy
 
         return numpy.random.default_rng(value.arg)
@@ -115,6 +117,62 @@ def build(value):
     for name in value.attrs:
         obj = getattr(obj, name)
     return obj
+
+
+def random_tensor(kind: str, shape: list, seed: int, dtype_or_high, device: str):
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    if kind == "randn":
+        t = torch.randn(shape, generator=generator, dtype=getattr(torch, dtype_or_high))
+    else:
+        t = torch.randint(dtype_or_high, shape, generator=generator)
+    return t.to(device)
+
+
+def repeat(fn, calls: list, backward: bool) -> dict:
+    """Timing: call fn on each argument list in turn and reduce each output (and, with backward, the
+    gradients) to checksums before returning, so work deferred past the reply shows as a wrong sum.
+    The parent times the whole request with its own clock; nothing here reports a time."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated() if cuda else 0
+    sums = []
+    for args in calls:
+        grads_of = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        grads_of += list(fn.parameters()) if backward and hasattr(fn, "parameters") else []
+        for p in grads_of:
+            p.grad = None
+        out = fn(*args)
+        if backward:
+            _tensors(out)[0].sum().backward()
+        sums.append(_checksums(_tensors(out) + ([p.grad for p in grads_of if p.grad is not None] if backward else [])))
+    if cuda:
+        torch.cuda.synchronize()
+    return {"checksums": sums, "peak_bytes": torch.cuda.max_memory_allocated() - base if cuda else None}
+
+
+def flush_cache() -> None:
+    """Evict the GPU's L2 cache between timed blocks by writing a buffer larger than it."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.empty(256 << 20, dtype=torch.uint8, device="cuda").zero_()
+        torch.cuda.synchronize()
+
+
+def _tensors(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return [value]
+
+
+def _checksums(tensors: list) -> list[float]:
+    return [float(x) for t in tensors for x in (t.detach().double().sum(), t.detach().double().abs().sum())]
 
 
 def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, list[bytes]]:
@@ -125,6 +183,10 @@ def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, li
         result = fn(*args, **kwargs)
     elif op in ("get", "put"):
         (result,) = args
+    elif op == "repeat":
+        result = repeat(*args)
+    elif op == "flush":
+        result = flush_cache()
     else:
         raise wire.WireError(f"unknown op {op!r}")
     out: list[bytes] = []

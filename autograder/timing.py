@@ -1,0 +1,205 @@
+"""Timing: the student's speed as a ratio to the reference's, taken in one run on the same inputs.
+
+The parent times every block with its own clock around the whole request, so
+nothing the worker says about time counts: a student who patches clocks,
+events or synchronize, or defers work to another thread or stream, still pays
+for the work before the reply, and each block's outputs come back as checksums
+that must match the reference's on the same inputs (caching and deferred work
+show as wrong sums). The reference runs in a worker of its own holding only
+staff code; student code never gets a handle on it. Student and reference
+blocks alternate in random order, each pair on fresh inputs; the verdict is the
+median of the per-pair ratios with a bootstrap interval, and measuring stops
+when the interval is tight or the time cap is reached.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .judge import CaseFailed
+from .sandbox.process import Limits
+from .sandbox.remote import Student
+from .sandbox.tiers import Tier
+
+BLOCK_SECONDS = 0.02  # each timed request runs this long at least, so the request's own cost is noise
+WARMUP_BLOCKS = 2
+MIN_PAIRS, MAX_PAIRS = 7, 200
+INPUT_SETS = 16  # distinct inputs kept in each worker; a block cycles through them
+
+
+@dataclass(frozen=True)
+class Policy:
+    """grading.yaml `timing:`: how a ratio becomes points, and what to do without a GPU."""
+
+    without_gpu: str = "grade"  # grade (CPU shapes), inform (reported, no points) or skip
+    full_until: float = 1.5
+    zero_at: float = 4.0
+    flag_below: float = 0.1  # faster than 10x the reference: flagged for review, not rewarded
+    memory_ratio: float = 2.0  # peak GPU memory beyond this multiple of the reference's costs the points
+    seconds: float = 20.0  # measuring stops here even if the interval is still wide
+    tight: float = 0.1  # ... or once (high - low) / median is below this
+
+
+class Speed:
+    """What timing checks share in one component: the policy, the device, and the reference's worker,
+    started on first use. The reference worker runs staff code only, so at the root tier it keeps the
+    grader's uid rather than the students'."""
+
+    def __init__(self, policy: Policy, solutions_dir: Path, tier: Tier, limits: Limits):
+        self.policy, self.tier = policy, tier.name
+        self._start = lambda: Student(solutions_dir, [], [], limits, dataclasses.replace(tier, student_id=None))
+        self.reference: Student | None = None
+        self._device: str | None = None
+
+    @property
+    def device(self) -> str:
+        """cuda when the grader sees a GPU and so does a worker inside the tier's walls; else cpu."""
+        if self._device is None:
+            self._device = "cpu"
+            if torch.cuda.is_available():
+                self.reference = self.reference or self._start()
+                self._device = "cuda" if self.reference.call(self.reference.torch.cuda.is_available) is True else "cpu"
+        return self._device
+
+    @property
+    def device_name(self) -> str:
+        if self.device == "cuda":
+            return str(self.reference.call(self.reference.torch.cuda.get_device_name))
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
+
+    @property
+    def graded(self) -> bool:
+        return self.device == "cuda" or self.policy.without_gpu == "grade"
+
+    def reference_pair(self, student: Student) -> tuple[Student, Student]:
+        if self.reference is None:
+            self.reference = self._start()
+        self.reference.deadline = student.deadline
+        return student, self.reference
+
+    def stop(self) -> None:
+        if self.reference is not None:
+            self.reference.stop()
+            self.reference = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ratio: float
+    low: float
+    high: float
+    pairs: int
+    fraction: float  # of the case's points
+    message: str
+    extra: dict
+
+
+class Partial(Exception):
+    """A check's verdict worth part of its points (raised so the runner sees it whatever the check returns)."""
+
+    def __init__(self, verdict: Verdict):
+        super().__init__(verdict.message)
+        self.verdict = verdict
+
+
+def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, backward: bool = False) -> None:
+    """Time student_fn against reference_fn (Remote callables in their two workers) and raise Partial.
+
+    make_inputs(worker, i) returns the i-th argument list built in `worker` (the same for both);
+    correctness on those inputs comes first: a wrong answer earns no timing points."""
+    speed = t.speed
+    started = time.monotonic()
+    student, reference = speed.reference_pair(t.student)
+    sets = {w: [make_inputs(w, i) for i in range(INPUT_SETS)] for w in (student, reference)}
+    want = reference.repeat(reference_fn, sets[reference][:1], backward)
+    got = student.repeat(student_fn, sets[student][:1], backward)
+    _same_sums(got, want, f"{what} on the timing inputs", "")
+
+    one = _timed(reference, reference_fn, sets[reference][:1], backward)[0]
+    reps = max(1, min(INPUT_SETS, math.ceil(BLOCK_SECONDS / max(one, 1e-6))))
+    blocks = [(w, fn) for w, fn in ((student, student_fn), (reference, reference_fn))]
+    for _ in range(WARMUP_BLOCKS):
+        for w, fn in blocks:
+            _timed(w, fn, sets[w][:reps], backward)
+
+    ratios: list[float] = []
+    low = high = math.nan
+    while len(ratios) < MAX_PAIRS:
+        start = (len(ratios) * reps) % INPUT_SETS
+        chosen = [(start + k) % INPUT_SETS for k in range(reps)]
+        seconds = {}
+        for w, fn in (blocks if t.rng.random() < 0.5 else blocks[::-1]):
+            seconds[w], result = _timed(w, fn, [sets[w][k] for k in chosen], backward)
+            if w is student:
+                stu_result = result
+            else:
+                ref_result = result
+        _same_sums(stu_result, ref_result, f"{what}, in a timed block", " (outputs cached from earlier calls, or work left "
+                   "unfinished when the function returned?)")
+        ratios.append(seconds[student] / seconds[reference])
+        if len(ratios) >= MIN_PAIRS:
+            low, high = bootstrap_interval(ratios, t.rng)
+            median = float(np.median(ratios))
+            if (high - low) / median < speed.policy.tight or time.monotonic() - started > speed.policy.seconds:
+                break
+    memory = _memory_ratio(got, want)
+    raise Partial(verdict(float(np.median(ratios)), low, high, len(ratios), memory, speed.policy,
+                          {"device": speed.device, "device_name": speed.device_name, "tier": speed.tier, "reps_per_block": reps, "timing_seconds": round(time.monotonic() - started, 2)}))
+
+
+def _timed(worker, fn, calls: list, backward: bool) -> tuple[float, dict]:
+    worker.flush()  # outside the timed request: each block starts with a cold L2 on a GPU
+    started = time.perf_counter()
+    result = worker.repeat(fn, calls, backward)
+    return time.perf_counter() - started, result
+
+
+def _same_sums(got, want: dict, what: str, why: str) -> None:
+    sums, ref = (got or {}).get("checksums") if isinstance(got, dict) else None, want["checksums"]
+    ok = (isinstance(sums, list) and len(sums) == len(ref)
+          and all(isinstance(s, list) and len(s) == len(r) and all(isinstance(x, float) for x in s) for s, r in zip(sums, ref)))
+    if ok:
+        for s, r in zip(sums, ref):
+            scale = [abs(r[i + 1]) for i in range(0, len(r), 2) for _ in (0, 1)]  # each tensor's sum of |x|
+            ok = ok and all(abs(a - b) <= 1e-4 * m + 1e-6 for a, b, m in zip(s, r, scale))
+    if not ok:
+        raise CaseFailed(f"{what}: the results differ from the reference's on the same inputs{why}, so no timing points. "
+                         "The cases that check values say where.")
+
+
+def _memory_ratio(got: dict, want: dict) -> float | None:
+    stu, ref = got.get("peak_bytes"), want.get("peak_bytes")
+    if not isinstance(stu, int) or not isinstance(ref, int) or ref <= 0:
+        return None  # measured on a GPU only
+    return stu / ref
+
+
+def bootstrap_interval(ratios: list[float], rng: np.random.Generator, draws: int = 2000) -> tuple[float, float]:
+    """95% interval of the median by resampling the per-pair ratios."""
+    samples = rng.choice(np.asarray(ratios), size=(draws, len(ratios)), replace=True)
+    medians = np.median(samples, axis=1)
+    return float(np.quantile(medians, 0.025)), float(np.quantile(medians, 0.975))
+
+
+def verdict(ratio: float, low: float, high: float, pairs: int, memory: float | None, policy: Policy, extra: dict) -> Verdict:
+    """Points for a ratio (student / reference): full up to full_until, none from zero_at, linear between."""
+    fraction = min(1.0, max(0.0, (policy.zero_at - ratio) / (policy.zero_at - policy.full_until)))
+    speed = f"{ratio:.2f}x the reference's time (95% CI {low:.2f}-{high:.2f}, {pairs} pairs)"
+    extra = {**extra, "ratio": round(ratio, 4), "ci": [round(low, 4), round(high, 4)], "pairs": pairs,
+             "memory_ratio": None if memory is None else round(memory, 3)}
+    if ratio < policy.flag_below:
+        return Verdict(ratio, low, high, pairs, 0.0, f"{speed}: more than {1 / policy.flag_below:g}x faster than the "
+                       "reference, which is flagged for a TA to review instead of rewarded.", {**extra, "flagged": True})
+    if memory is not None and memory > policy.memory_ratio:
+        return Verdict(ratio, low, high, pairs, 0.0, f"{speed}, but {memory:.1f}x the reference's peak GPU memory "
+                       f"(limit {policy.memory_ratio:g}x): is a (T, T) mask materialised per head, or every "
+                       "intermediate kept?", extra)
+    return Verdict(ratio, low, high, pairs, fraction, f"{speed}: {fraction:.0%} of points (full up to "
+                   f"{policy.full_until:g}x, none from {policy.zero_at:g}x).", extra)

@@ -1,0 +1,516 @@
+"""Benchmarks of the grader on this machine; (re)writes BENCHMARKS.md.
+
+    .venv/bin/python benchmarks/run.py                  # everything: about 5 minutes on 2 cores
+    .venv/bin/python benchmarks/run.py --runs 10        # more repetitions of the timing verdict
+    .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --out /tmp/b.md
+
+Four measurements, each a section of the file: how long grading the reference
+takes and where the time goes; how stable the timing verdict is when the
+reference is graded as a student; how deliberately slower (correct) variants
+are scored; and the reference solutions against PyTorch's built-ins, in-process.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import math
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from statistics import median
+
+import torch
+
+from autograder.cases import TIMING
+from autograder.collect import Rubric, load_rubric
+from autograder.reference import Reference
+from autograder.run import GradeRun, grade
+from autograder.sandbox.process import Limits, Worker
+from autograder.sandbox.remote import Student
+from autograder.sandbox.tiers import Tier, choose_tier, grader_files
+from autograder.submission import open_submission
+from autograder.timing import Policy, verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+SLOWDOWNS = (2, 5)
+
+
+# ---------------------------------------------------------------- the machine
+
+
+def machine(tier: Tier) -> list[tuple[str, str]]:
+    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor() or "unknown")
+    mem_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo") if line.startswith("MemTotal:")), 0)
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return [("CPU", cpu), ("cores", f"{os.cpu_count()} ({len(os.sched_getaffinity(0))} usable by this process)"),
+            ("RAM", f"{mem_kb / (1 << 20):.1f} GiB"), ("GPU", gpu), ("OS", platform.platform()),
+            ("Python", platform.python_version()), ("torch", torch.__version__),
+            ("isolation tier", f"{tier.name} ({tier.guarantees})")]
+
+
+def _read(path: str) -> list[str]:
+    try:
+        return Path(path).read_text().splitlines()
+    except OSError:
+        return []
+
+
+# ---------------------------------------------------------------- grading
+
+
+def grade_folder(rubric: Rubric, folder: Path, tier: Tier, secret: str) -> GradeRun:
+    with tempfile.TemporaryDirectory() as scratch:
+        return grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret, tier=tier)
+
+
+def restricted(rubric: Rubric, keep) -> Rubric:
+    """The rubric with only the cases `keep` accepts (components left empty are dropped)."""
+    comps = [dataclasses.replace(c, cases=[k for k in c.cases if keep(k)]) for c in rubric.components]
+    return dataclasses.replace(rubric, components=[c for c in comps if c.cases])
+
+
+@contextlib.contextmanager
+def counting(cls, method: str):
+    """Count calls of cls.method while inside: requests to workers and worker starts, to price them."""
+    original, count = getattr(cls, method), [0]
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    setattr(cls, method, counted)
+    try:
+        yield count
+    finally:
+        setattr(cls, method, original)
+
+
+def full_grades(rubric: Rubric, tier: Tier, runs: int) -> list[dict]:
+    """Grade solutions/ in full `runs` times: wall time, per-component case seconds, requests and worker starts."""
+    out = []
+    for i in range(runs):
+        with counting(Worker, "exchange") as requests, counting(Worker, "__init__") as starts:
+            run = grade_folder(rubric, SOLUTIONS, tier, f"bench-full-{i}")
+        per_component = defaultdict(float)
+        for r in run.results:
+            per_component[r.case.component] += r.seconds
+        out.append({"wall": run.seconds, "components": dict(per_component), "requests": requests[0], "starts": starts[0],
+                    "timing": sum(r.seconds for r in run.results if r.case.check in TIMING),
+                    "score": sum(r.score for r in run.results), "max": sum(r.max_score for r in run.results)})
+    return out
+
+
+def worker_startup(tier: Tier, runs: int = 5) -> tuple[float, float]:
+    """Median seconds to start a worker and get its hello reply, and to its first torch call (which imports torch)."""
+    hello, first_torch = [], []
+    for _ in range(runs):
+        student = Student(SOLUTIONS, [], [], Limits(), tier)
+        try:
+            started = time.perf_counter()
+            student.start()
+            hello.append(time.perf_counter() - started)
+            student.torch.get_num_threads()
+            first_torch.append(time.perf_counter() - started)
+        finally:
+            student.stop()
+    return median(hello), median(first_torch)
+
+
+def call_overhead(tier: Tier, calls: int = 200) -> float:
+    """Median seconds of a request that does nearly nothing in the worker: the price of one round trip."""
+    student = Student(SOLUTIONS, [], [], Limits(), tier)
+    try:
+        student.math.sqrt(4.0)  # the first request imports math; not a round trip's price
+        seconds = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            student.math.sqrt(4.0)
+            seconds.append(time.perf_counter() - started)
+    finally:
+        student.stop()
+    return median(seconds)
+
+
+# ---------------------------------------------------------------- the timing verdict
+
+
+def timing_runs(rubric: Rubric, folder: Path, tier: Tier, secrets: list[str]) -> dict[str, list]:
+    """Grade the timing cases of `rubric` on `folder` once per secret; each case's results, in order."""
+    per_case = defaultdict(list)
+    for secret in secrets:
+        for r in grade_folder(rubric, folder, tier, secret).results:
+            per_case[r.case.name].append(r)
+    return per_case
+
+
+def slowed_copy(dest: Path, case, k: int) -> Path:
+    """solutions/ with the function that the timing case times computing its (correct) result k times."""
+    file, name = timed_function(case)
+    shutil.copytree(SOLUTIONS, dest)
+    with open(dest / file, "a") as f:
+        f.write(repeat_method(name, k) if "." in name else repeat_function(name, k))
+    return dest
+
+
+def timed_function(case) -> tuple[str, str]:
+    if case.check == "lstm.speed":
+        return "lstm.py", "lstm_forward"
+    if case.check == "transformer.speed":
+        return "transformer.py", "TransformerLM.forward"
+    return "attention.py", {"sdpa": "scaled_dot_product_attention", "mhsa": "multi_head_self_attention"}[case.params["which"]]
+
+
+def repeat_function(name: str, k: int) -> str:
+    """Rebind `name` to call the original k times and return the last result (no earlier one is kept alive,
+    so the variant allocates as the original does, only k times over)."""
+    return (f"\n\n_{name}_once = {name}\n\n\n"
+            f"def {name}(*args, **kwargs):\n"
+            f"    for _ in range({k - 1}):\n"
+            f"        _{name}_once(*args, **kwargs)\n"
+            f"    return _{name}_once(*args, **kwargs)\n")
+
+
+def repeat_method(dotted: str, k: int) -> str:
+    """Rebind a module's forward to the mean of k identical forwards. Its case times forward and backward:
+    a mean makes backward run k times too, where keeping the last result would repeat the forward pass only."""
+    cls, method = dotted.split(".")
+    return (f"\n\n_{method}_once = {cls}.{method}\n\n\n"
+            f"def _{method}_{k}_times(self, *args):\n"
+            f"    return sum(_{method}_once(self, *args) for _ in range({k})) / {k}\n\n\n"
+            f"{cls}.{method} = _{method}_{k}_times\n")
+
+
+def slow_variants(rubric: Rubric, tier: Tier, scratch: Path) -> list[tuple[int, object]]:
+    """(k, result) for each k and timing case: each variant graded on its own case only."""
+    out = []
+    for k in SLOWDOWNS:
+        for case in (c for comp in rubric.components for c in comp.cases):
+            folder = slowed_copy(scratch / f"{case.check}-{case.params.get('which')}-{k}", case, k)
+            out += [(k, r) for r in grade_folder(restricted(rubric, lambda c: c == case), folder, tier, "bench-slow").results]
+    return out
+
+
+# ---------------------------------------------------------------- the reference against PyTorch
+
+
+def interleaved_ratio(ours, builtin, sync, pairs: int, warmup: int = 10) -> tuple[float, float, float]:
+    """Median over pairs of ours/builtin, alternating which goes first so drift hits both; also each one's median seconds."""
+    for _ in range(warmup):
+        ours(), builtin()
+    times = {ours: [], builtin: []}
+    for i in range(pairs):
+        for fn in ((ours, builtin) if i % 2 else (builtin, ours)):
+            sync()
+            started = time.perf_counter()
+            fn()
+            sync()
+            times[fn].append(time.perf_counter() - started)
+    ratios = [a / b for a, b in zip(times[ours], times[builtin])]
+    return median(ratios), median(times[ours]), median(times[builtin])
+
+
+def timing_shapes(rubric: Rubric, key: str) -> dict[str, list[int]]:
+    """The timing cases' shapes under `key` ("cpu" or "gpu"), by what they time: sdpa, mhsa, lstm, transformer."""
+    return {c.params.get("which", c.check.split(".")[0]): c.params[key]
+            for comp in rubric.components for c in comp.cases if c.check in TIMING}
+
+
+def builtin_pairs(shapes: dict, device: str):
+    """(name, shape, ours, builtin) at one device's shapes, each pair first checked to compute the same values."""
+    ref = Reference(SOLUTIONS)
+    g = torch.Generator().manual_seed(0)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g).to(device)
+
+    B, h, T, dk = shapes["sdpa"]
+    Q, K, V = randn(B, h, T, dk), randn(B, h, T, dk), randn(B, h, T, dk)
+    ours = lambda: ref.attention.scaled_dot_product_attention(Q, K, V)  # noqa: E731
+    builtin = lambda: torch.nn.functional.scaled_dot_product_attention(Q, K, V)  # noqa: E731
+    yield "scaled_dot_product_attention", f"(B, h, T, dk) = {(B, h, T, dk)}, no mask", *agreeing(ours, builtin, ours, builtin)
+
+    B, T, I, H = shapes["lstm"]
+    x, h0, c0 = randn(B, T, I), randn(B, H), randn(B, H)
+    lstm = torch.nn.LSTM(I, H, batch_first=True).to(device).requires_grad_(False)  # the case times forward only
+    lstm.bias_hh_l0.zero_()  # ours has one bias, b = bias_ih + bias_hh
+    ours = lambda: ref.lstm.lstm_forward(x, h0, c0, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0)[0]  # noqa: E731
+    builtin = lambda: lstm(x, (h0[None], c0[None]))[0]  # noqa: E731
+    yield "lstm_forward vs nn.LSTM", f"(B, T, I, H) = {(B, T, I, H)}, forward", *agreeing(ours, builtin, ours, builtin)
+
+    B, T, _, d, _, heads = shapes["transformer"]
+    block = ref.transformer.TransformerBlock(d, heads, 4 * d, norm_first=True, causal=True).to(device)
+    layer = encoder_layer_like(block, d, heads).to(device)
+    xs = randn(B, T, d).requires_grad_()
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(T, device=device)
+    forward = lambda: block(xs)  # noqa: E731
+    builtin_forward = lambda: layer(xs, src_mask=causal, is_causal=True)  # noqa: E731
+    yield ("TransformerBlock vs nn.TransformerEncoderLayer",
+           f"(B, T, d, heads) = {(B, T, d, heads)}, d_ff = {4 * d}, causal, forward and backward",
+           *agreeing(forward, builtin_forward, lambda: forward().sum().backward(), lambda: builtin_forward().sum().backward()))
+
+
+def agreeing(ours, builtin, timed_ours, timed_builtin):
+    """(timed_ours, timed_builtin) once ours() and builtin() agree: a ratio between two different computations means nothing."""
+    got, want = ours(), builtin()
+    if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+        raise AssertionError(f"the reference and the built-in differ by up to {(got - want).abs().max().item():.3g}")
+    return timed_ours, timed_builtin
+
+
+def encoder_layer_like(block, d: int, heads: int) -> torch.nn.TransformerEncoderLayer:
+    """nn.TransformerEncoderLayer holding the block's weights (pre-LN, exact GELU, no dropout, no biases)."""
+    layer = torch.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+                                             norm_first=True, bias=False)
+    a = block.attn
+    with torch.no_grad():
+        layer.self_attn.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
+        layer.self_attn.out_proj.weight.copy_(a.output_proj.weight)
+        layer.linear1.weight.copy_(block.ffn.w1.weight)
+        layer.linear2.weight.copy_(block.ffn.w2.weight)
+    return layer  # its LayerNorms have weight 1 and no bias, as the block's start (bias 0)
+
+
+def against_builtins(rubric: Rubric, pairs: int) -> list[dict]:
+    """Reference over built-in, single-threaded, at the CPU timing shapes (and the GPU's when there is one)."""
+    devices = [("cpu", "cpu")] + ([("cuda", "gpu")] if torch.cuda.is_available() else [])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a worker (OMP_NUM_THREADS=1)
+    try:
+        out = []
+        for device, key in devices:
+            sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+            for name, shape, ours, builtin in builtin_pairs(timing_shapes(rubric, key), device):
+                ratio, ours_s, builtin_s = interleaved_ratio(ours, builtin, sync, pairs)
+                out.append({"name": name, "device": device, "shape": shape, "ratio": ratio, "ours": ours_s, "builtin": builtin_s})
+        return out
+    finally:
+        torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------- BENCHMARKS.md
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def section_machine(rows, command: str, started: datetime.datetime, seconds: float) -> str:
+    return "\n\n".join([
+        "# Benchmarks",
+        "Written by `benchmarks/run.py`; do not edit by hand. Run it again after changing the grader, the rubric or the "
+        "reference solutions.",
+        table(["", ""], [["command", f"`{command}`"], ["date", started.strftime("%Y-%m-%d %H:%M %Z").strip()],
+                         ["duration", f"{seconds / 60:.1f} min"]] + [[k, v] for k, v in rows]),
+    ])
+
+
+def section_wall(grades: list[dict], startup: tuple[float, float], overhead: float) -> str:
+    n = len(grades)
+    comps = list(grades[0]["components"])
+    wall, cases = median([g["wall"] for g in grades]), median([sum(g["components"].values()) for g in grades])
+    starts, requests = median([g["starts"] for g in grades]), median([g["requests"] for g in grades])
+    timing = median([g["timing"] for g in grades])
+    split = [["wall time of `grade`", f"{wall:.1f}", "100%"],
+             ["in cases (sum of case seconds)", f"{cases:.1f}", f"{cases / wall:.0%}"],
+             [f"- of which timing cases ({', '.join(sorted(TIMING))})", f"{timing:.1f}", f"{timing / wall:.0%}"],
+             [f"- of which worker start-ups ({starts:.0f} workers x {startup[0] * 1e3:.0f} ms to hello)",
+              f"{starts * startup[0]:.2f}", f"{starts * startup[0] / wall:.1%}"],
+             [f"- of which request round trips ({requests:.0f} requests x {overhead * 1e6:.0f} us)",
+              f"{requests * overhead:.2f}", f"{requests * overhead / wall:.1%}"],
+             ["outside cases (tier record, static scans, stopping workers, sweeps)", f"{wall - cases:.1f}",
+              f"{(wall - cases) / wall:.0%}"]]
+    per_comp = [[c] + [f"{g['components'][c]:.1f}" for g in grades] + [f"{median([g['components'][c] for g in grades]):.1f}"]
+                for c in comps]
+    biggest = max(comps, key=lambda c: median([g["components"][c] for g in grades]))
+    big = median([g["components"][biggest] for g in grades])
+    scores = sorted({f"{g['score']:g}/{g['max']:g}" for g in grades})
+    return "\n\n".join([
+        "## 1. Grading the reference submission",
+        f"`autograder.run.grade` on `solutions/`, every component and case, {n} runs (medians where one figure is given; "
+        "the tier is chosen once beforehand, as the command line does). "
+        f"Score: {', '.join(scores)}.",
+        table(["", "seconds", "share"], split),
+        table(["component"] + [f"run {i + 1}" for i in range(n)] + ["median"], per_comp),
+        table(["worker", "median"], [["start and hello reply (5 starts)", f"{startup[0] * 1e3:.0f} ms"],
+                                     ["start to the first torch call (imports torch)", f"{startup[1] * 1e3:.0f} ms"],
+                                     ["round trip of a trivial request (`math.sqrt(4.0)`, 200 calls)",
+                                      f"{overhead * 1e6:.0f} us"]]),
+        f"Reading: grading the reference takes {wall:.0f} s, {cases / wall:.0%} of it inside cases. `{biggest}` is the "
+        f"largest component ({big:.1f} s, {big / wall:.0%}); the timing cases take {timing:.1f} s. A worker answers its "
+        f"hello in {startup[0] * 1e3:.0f} ms, but its first torch call costs {startup[1]:.1f} s since torch is imported "
+        f"there; the first case of every component pays it (the runner starts the worker inside the case's clock). "
+        f"Round trips are cheap: {requests:.0f} requests at {overhead * 1e6:.0f} us each are "
+        f"{requests * overhead / wall:.1%} of the wall time, so the time is the checks' own work and torch's imports.",
+    ])
+
+
+def verdict_rows(per_case: dict[str, list]) -> list[list]:
+    rows = []
+    for name, results in per_case.items():
+        ratios = [r.extra["ratio"] for r in results if "ratio" in r.extra]
+        widths = [r.extra["ci"][1] - r.extra["ci"][0] for r in results if "ci" in r.extra]
+        pairs = [r.extra["pairs"] for r in results if "pairs" in r.extra]
+        full = sum(r.passed and r.fraction == 1 for r in results)
+        rows.append([name] + [f"{min(v):.2f} / {median(v):.2f} / {max(v):.2f}" if v else "-" for v in (ratios, widths)]
+                    + [f"{min(pairs)} / {median(pairs):g} / {max(pairs)}" if pairs else "-",
+                       f"{median([r.seconds for r in results]):.1f}", f"{full}/{len(results)}"])
+    return rows
+
+
+def section_stability(per_case: dict[str, list], policy: Policy) -> str:
+    runs = max(len(v) for v in per_case.values())
+    return "\n\n".join([
+        "## 2. Stability of the timing verdict",
+        f"The reference graded as a student, timing cases only, {runs} runs with a different `secret` each "
+        "(the timing cases are visible, so their inputs and random pair order come from the public seed and do not "
+        "change with the secret: the runs differ by measurement noise and by the fresh workers). "
+        "Ratio = student time / reference time; the interval is the 95% bootstrap interval of the median.",
+        table(["case", "ratio min / median / max", "interval width min / median / max", "pairs min / median / max",
+               "seconds (median)", "full marks"], verdict_rows(per_case)),
+        stability_reading(per_case, policy),
+    ])
+
+
+def stability_reading(per_case: dict[str, list], policy: Policy) -> str:
+    verdicts = [r for results in per_case.values() for r in results]
+    full = sum(r.passed and r.fraction == 1 for r in verdicts)
+    timed = [r for r in verdicts if "ratio" in r.extra]
+    far = max(timed, key=lambda r: abs(math.log(r.extra["ratio"])))
+    # A spread across runs wider than a typical interval is not pair-to-pair noise: each run has fresh workers.
+    wide = [name for name, results in per_case.items() if len(results) > 1 and all("ci" in r.extra for r in results)
+            and spread(results) > median([r.extra["ci"][1] - r.extra["ci"][0] for r in results])]
+    text = (f"Reading: identical code should measure 1.00 and earn full marks (ratio up to {policy.full_until:g}); "
+            f"{full} of {len(verdicts)} verdicts did. The ratio furthest from 1.00 was {far.extra['ratio']:.2f} "
+            f"({far.case.name}). ")
+    if wide:
+        return text + (f"In {len(wide)} of {len(per_case)} cases ({'; '.join(wide)}) the ratios spread across runs by more "
+                       "than a typical interval's width: an interval describes one run's pair of workers, and the "
+                       "runs differ by more than that, so the spread comes from the workers, which more pairs cannot "
+                       "average away.")
+    return text + "Every case's ratios stayed within a typical interval's width across runs."
+
+
+def spread(results) -> float:
+    ratios = [r.extra["ratio"] for r in results]
+    return max(ratios) - min(ratios)
+
+
+def section_variants(results: list[tuple[int, object]], policy: Policy) -> str:
+    rows = [[r.case.name, f"{k}x", f"{r.extra['ratio']:.2f}" if "ratio" in r.extra else "-",
+             "{:.2f}-{:.2f}".format(*r.extra["ci"]) if "ci" in r.extra else "-", r.extra.get("pairs", "-"),
+             f"{r.fraction:.0%}" if r.passed else f"failed: {r.output[:80]}", f"{expected_fraction(k, policy):.0%}"]
+            for k, r in results]
+    return "\n\n".join([
+        "## 3. Deliberately slower variants",
+        "Copies of `solutions/` where the timed function computes its correct result k times: a wrapper calls "
+        "`scaled_dot_product_attention`, `multi_head_self_attention` or `lstm_forward` k times and returns the last "
+        "result; `TransformerLM.forward` returns the mean of k identical forwards, so that backward (also timed) runs "
+        "k times too. Each variant is graded on its own timing case only. \"at k\" is what the policy gives a ratio of "
+        "exactly k.",
+        table(["case", "slowdown", "ratio", "95% interval", "pairs", "points", "at k"], rows),
+        variants_reading(results, policy),
+    ] if results else ["## 3. Deliberately slower variants", "Skipped (`--skip-slow-variants`)."])
+
+
+def variants_reading(results: list[tuple[int, object]], policy: Policy) -> str:
+    timed = [(k, r) for k, r in results if "ratio" in r.extra]
+    off = [(k, r) for k, r in timed if abs(r.fraction - expected_fraction(k, policy)) > 0.1]
+    scale = [r.extra["ratio"] / k for k, r in timed]
+    text = (f"Reading: with full marks up to {policy.full_until:g}x and none from {policy.zero_at:g}x, a 2x variant "
+            f"should earn {expected_fraction(2, policy):.0%} and a 5x one nothing. Measured ratio / k ranged "
+            f"{min(scale):.2f}-{max(scale):.2f}; ")
+    if not off:
+        return text + "every variant earned within 10 points of the share its k deserves."
+    worst = max(off, key=lambda kr: abs(kr[1].fraction - expected_fraction(kr[0], policy)))
+    return text + (f"{len(off)} of {len(timed)} variants earned more than 10 points away from it, the furthest "
+                   f"{worst[1].case.name} at {worst[0]}x: measured {worst[1].extra['ratio']:.2f}, "
+                   f"{worst[1].fraction:.0%} of the points.")
+
+
+def expected_fraction(ratio: float, policy: Policy) -> float:
+    """The share of points the policy gives a measured ratio of exactly `ratio`."""
+    return verdict(ratio, ratio, ratio, 0, None, policy, {}).fraction
+
+
+def section_builtins(results: list[dict], pairs: int) -> str:
+    if not results:
+        return "## 4. The reference against PyTorch's built-ins\n\nSkipped (`--skip-builtins`)."
+    rows = [[r["name"], r["device"], r["shape"], f"{r['ours'] * 1e3:.3f}", f"{r['builtin'] * 1e3:.3f}", f"{r['ratio']:.2f}"]
+            for r in results]
+    slowest = max(results, key=lambda r: r["ratio"])
+    fastest = min(results, key=lambda r: r["ratio"])
+    return "\n\n".join([
+        "## 4. The reference against PyTorch's built-ins",
+        f"In this process, `torch.set_num_threads(1)`, at the timing cases' shapes from grading.yaml; reference and "
+        f"built-in calls alternate (which goes first alternates too), ratio = median over {pairs} pairs of reference "
+        "time / built-in time. The LSTM pair uses the same weights (`bias_hh` zeroed, as ours has one bias); the block "
+        "pair copies the block's weights into `nn.TransformerEncoderLayer(norm_first=True, activation=\"gelu\", "
+        "dropout=0, batch_first=True, bias=False)` and passes a causal mask. Each pair's outputs are checked to agree "
+        "before it is timed.",
+        table(["pair", "device", "shape", "reference ms", "built-in ms", "ratio"], rows),
+        f"Reading: students are timed against the reference, not against these built-ins, so a ratio above 1 is "
+        f"how much faster than the reference the same computation can run in one thread. The largest gap is "
+        f"{slowest['name']} on {slowest['device']} ({slowest['ratio']:.2f}x), the smallest {fastest['name']} on "
+        f"{fastest['device']} ({fastest['ratio']:.2f}x). Such gaps decide how far below 1.0 a careful student's ratio "
+        f"can go; nothing is flagged until {1 / Policy.flag_below:g}x faster than the reference.",
+    ])
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="timing-only grades of the reference (section 2; default 5)")
+    parser.add_argument("--full-runs", type=int, default=3, help="full grades of the reference (section 1; default 3)")
+    parser.add_argument("--pairs", type=int, default=200, help="interleaved pairs per built-in comparison (default 200)")
+    parser.add_argument("--skip-slow-variants", action="store_true", help="leave out section 3")
+    parser.add_argument("--skip-builtins", action="store_true", help="leave out section 4")
+    parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md", help="where to write (default BENCHMARKS.md)")
+    args = parser.parse_args(argv)
+
+    started, clock = datetime.datetime.now().astimezone(), time.monotonic()
+    command = shlex.join([os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(str(ROOT)) else sys.executable,
+                          *sys.argv])
+    rubric = load_rubric(ROOT / "grading.yaml")
+    timing_rubric = restricted(rubric, lambda c: c.check in TIMING)
+    tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
+
+
+    def log(what: str) -> None:
+        print(f"[{time.monotonic() - clock:4.0f} s] {what}", flush=True)
+
+    log(f"isolation tier: {tier.name}; full grades x {args.full_runs}")
+    grades = full_grades(rubric, tier, args.full_runs)
+    log("worker start-up and round trips")
+    startup, overhead = worker_startup(tier), call_overhead(tier)
+    log(f"timing verdict x {args.runs}")
+    per_case = timing_runs(timing_rubric, SOLUTIONS, tier, [f"bench-{i}" for i in range(args.runs)])
+    variants = []
+    if not args.skip_slow_variants:
+        log("slower variants")
+        with tempfile.TemporaryDirectory() as scratch:
+            variants = slow_variants(timing_rubric, tier, Path(scratch))
+    log("built-ins")
+    against = [] if args.skip_builtins else against_builtins(rubric, args.pairs)
+
+    text = "\n\n".join([section_machine(machine(tier), command, started, time.monotonic() - clock),
+                        section_wall(grades, startup, overhead), section_stability(per_case, rubric.timing),
+                        section_variants(variants, rubric.timing), section_builtins(against, args.pairs)])
+    args.out.write_text(text + "\n")
+    log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+"""Timing cases (autograder/timing.py) measure the student's speed against the reference's, whatever the machine.
+
+The verdict arithmetic is tested directly. Graded runs use only the scaled_dot_product_attention
+timing case, and every assertion on a measured ratio leaves a margin of several times, so a slow or
+busy machine cannot flip it: a student made slow on purpose sleeps 20 times its own work after each
+call, whatever the rubric's shape and however fast the machine.
+"""
+import dataclasses
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
+
+from autograder.collect import RubricError, load_rubric
+from autograder.report import results_json
+from autograder.timing import Policy, bootstrap_interval, verdict
+
+SDPA_SPEED = "speed: scaled_dot_product_attention against the reference"
+PLAIN_CASE = "dot_product_attention with a padding mask"
+# Appended to a copy of solutions/attention.py: the reference's function, then a sleep of 20 times the work,
+# so about 21x the reference's time; the clock is bound here, before any patch of the attacks below.
+SLOW = """
+import time
+
+_exact = scaled_dot_product_attention
+_clock = time.perf_counter
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    started = _clock()
+    out = _exact(Q, K, V, mask)
+    time.sleep(20 * (_clock() - started))
+    return out
+"""
+
+
+def attention_rubric(rubric, *names: str, without_gpu: str = "grade", seconds: float = 5.0):
+    """The real rubric cut down to the attention cases `names`, under the policy `without_gpu`. Measuring
+    stops after 5 s (not 20) unless told: every ratio asserted here is several times away from its bound."""
+    component = rubric.component("attention")
+    cases = [c for c in component.cases if c.name in names]
+    assert len(cases) == len(names), names
+    timing = dataclasses.replace(rubric.timing, without_gpu=without_gpu, seconds=seconds)
+    return dataclasses.replace(rubric, components=[dataclasses.replace(component, cases=cases)], timing=timing)
+
+
+def attention_with(tmp_path: Path, code: str) -> Path:
+    """A copy of solutions/ whose attention.py ends with `code` (which may rebind its functions)."""
+    folder = tmp_path / "variant"
+    shutil.copytree(SOLUTIONS, folder)
+    with open(folder / "attention.py", "a") as f:
+        f.write(code)
+    return folder
+
+
+def sdpa_speed(rubric, folder: Path, tmp_path: Path, **policy):
+    """The result of the scaled_dot_product_attention timing case alone on `folder`."""
+    (result,) = grade_folder(attention_rubric(rubric, SDPA_SPEED, **policy), folder, tmp_path).results
+    return result
+
+
+@pytest.fixture(scope="module")
+def reference_run(rubric, tmp_path_factory):
+    """solutions/ graded as the student on the timing case and an ordinary case, under `grade`."""
+    return grade_folder(attention_rubric(rubric, PLAIN_CASE, SDPA_SPEED), SOLUTIONS, tmp_path_factory.mktemp("reference"))
+
+
+def timing_result(run):
+    return next(r for r in run.results if r.case.name == SDPA_SPEED)
+
+
+def plain_points(run) -> float:
+    return next(r for r in run.results if r.case.name == PLAIN_CASE).case.points
+
+
+# --- the verdict arithmetic -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ratio, fraction", [(0.5, 1.0), (1.0, 1.0), (1.5, 1.0), (2.75, 0.5), (4.0, 0.0), (9.0, 0.0)])
+def test_points_fall_linearly_from_full_until_to_zero_at(ratio, fraction):
+    """Full points up to 1.5x the reference's time, none from 4x, linear between; the message says both."""
+    v = verdict(ratio, ratio * 0.9, ratio * 1.1, 9, None, Policy(), {"device": "cpu"})
+    assert v.fraction == pytest.approx(fraction)
+    assert f"{ratio:.2f}x the reference's time (95% CI {ratio * 0.9:.2f}-{ratio * 1.1:.2f}, 9 pairs)" in v.message
+    assert f": {fraction:.0%} of points" in v.message
+    assert v.extra == {"device": "cpu", "ratio": ratio, "ci": [round(ratio * 0.9, 4), round(ratio * 1.1, 4)], "pairs": 9,
+                       "memory_ratio": None}
+    assert "flagged" not in v.extra
+
+
+def test_implausibly_fast_is_flagged_not_rewarded():
+    """20x faster than the reference earns nothing and is flagged for a TA."""
+    v = verdict(0.05, 0.04, 0.06, 9, None, Policy(), {})
+    assert v.fraction == 0.0 and v.extra["flagged"] is True
+    assert "x the reference's time (95% CI" in v.message and "flagged for a TA to review" in v.message
+
+
+@pytest.mark.parametrize("memory, fraction", [(None, 1.0), (1.0, 1.0), (2.0, 1.0), (2.5, 0.0)])
+def test_memory_beyond_the_ratio_costs_the_points(memory, fraction):
+    """A fast student using more than memory_ratio (2x) the reference's peak GPU memory earns nothing."""
+    v = verdict(1.0, 0.9, 1.1, 9, memory, Policy(), {})
+    assert v.fraction == fraction and v.extra["memory_ratio"] == memory
+    assert ("peak GPU memory" in v.message) == (fraction == 0.0)
+
+
+@pytest.mark.parametrize("pairs", [7, 40, 200])
+def test_bootstrap_interval_holds_the_median(pairs):
+    """The 95% interval of the median holds the sample's median and is no wider than the sample."""
+    ratios = list(np.random.default_rng(pairs).lognormal(0.3, 0.2, pairs))
+    low, high = bootstrap_interval(ratios, np.random.default_rng(0))
+    assert min(ratios) <= low <= np.median(ratios) <= high <= max(ratios)
+    assert low < high
+
+
+def test_bootstrap_interval_of_identical_ratios_is_a_point():
+    assert bootstrap_interval([1.25] * 7, np.random.default_rng(0)) == (1.25, 1.25)
+
+
+# --- measured runs ---------------------------------------------------------------------------------------
+
+
+def test_reference_as_student_is_about_as_fast_as_the_reference(reference_run):
+    """Identical code in the two workers measures within 2x of 1 (the same code, so any machine)."""
+    r = timing_result(reference_run)
+    assert r.passed, r.output
+    assert 0.5 <= r.extra["ratio"] <= 2.0, r.output
+
+
+def test_a_slow_implementation_scores_slow(rubric, tmp_path, reference_run):
+    """The reference slowed about 21 times measures far slower than the reference as student and earns nothing."""
+    r = sdpa_speed(rubric, attention_with(tmp_path, SLOW), tmp_path)
+    assert r.passed, r.output  # a verdict, not a failure: the answers are right
+    assert r.extra["ratio"] > 5 and r.extra["ratio"] > 2 * timing_result(reference_run).extra["ratio"], r.output
+    assert r.fraction == 0.0 and r.score == 0.0
+    assert "0% of points" in r.output
+
+
+# --- attacks ---------------------------------------------------------------------------------------------
+
+# Every clock the student's process could read, and CUDA's synchronisation and events, patched at import.
+PATCHED_CLOCKS = """
+import time
+
+import torch
+
+time.perf_counter = time.monotonic = time.time = lambda: 0.0
+time.perf_counter_ns = time.monotonic_ns = time.time_ns = lambda: 0
+torch.cuda.synchronize = lambda *a, **k: None
+
+
+class _Event:
+    def __init__(self, *a, **k):
+        pass
+
+    def record(self, *a, **k):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return 0.0
+
+
+torch.cuda.Event = _Event
+"""
+# Computes once per input shape, then hands back the first answer at once.
+CACHED_BY_SHAPE = """
+_compute = scaled_dot_product_attention
+_cache = {}
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    key = (tuple(Q.shape), tuple(K.shape), tuple(V.shape))
+    if key not in _cache:
+        _cache[key] = _compute(Q, K, V, mask)
+    return _cache[key]
+"""
+# A slow implementation that remembers its answer for each input tensor: right whenever the same tensors come again.
+CACHED_BY_INPUT = SLOW + CACHED_BY_SHAPE.replace("(tuple(Q.shape), tuple(K.shape), tuple(V.shape))", "(Q.data_ptr(), K.data_ptr(), V.data_ptr())")
+# Returns an empty tensor at once and fills it later in a thread (the sleep makes "later" certain).
+DEFERRED = """
+import threading
+import time
+
+_exact = scaled_dot_product_attention
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    out = torch.empty_like(Q)  # the output's shape: the timing inputs are self-attention, Q, K and V alike
+
+    def fill():
+        time.sleep(0.05)
+        out.copy_(_exact(Q, K, V, mask))
+
+    threading.Thread(target=fill).start()
+    return out
+"""
+
+
+def test_patched_clocks_do_not_hide_slowness(rubric, tmp_path):
+    """A slow student who stops every clock in its own process is still timed slow: the parent holds the clock."""
+    r = sdpa_speed(rubric, attention_with(tmp_path, SLOW + PATCHED_CLOCKS), tmp_path)
+    assert r.passed, r.output
+    assert r.extra["ratio"] > 5 and r.fraction == 0.0 and r.score == 0.0, r.output
+
+
+def test_outputs_cached_by_shape_fail(rubric, tmp_path):
+    """Handing back the first answer for every input of the same shape fails: the timed blocks' sums differ."""
+    r = sdpa_speed(rubric, attention_with(tmp_path, CACHED_BY_SHAPE), tmp_path)
+    assert not r.passed and r.score == 0.0
+    assert "in a timed block" in r.output and "cached" in r.output and "unfinished" in r.output, r.output
+
+
+def test_answers_remembered_per_input_tensor_do_not_hide_slowness(rubric, tmp_path):
+    """A slow student who remembers each input tensor's answer is still timed slow: every pair needs fresh inputs
+    (as timing.py promises), so no timed block can be answered from memory."""
+    # The grading.yaml time cap: memory pays off only once every input set has been seen, after the first pairs.
+    r = sdpa_speed(rubric, attention_with(tmp_path, CACHED_BY_INPUT), tmp_path, seconds=rubric.timing.seconds)
+    assert r.score == 0.0 and r.extra["ratio"] > 5, r.output
+
+
+def test_deferred_work_earns_nothing(rubric, tmp_path):
+    """Returning an unfilled tensor and computing it in a thread fails: the sums are taken before the reply."""
+    r = sdpa_speed(rubric, attention_with(tmp_path, DEFERRED), tmp_path)
+    assert not r.passed and r.score == 0.0
+    assert "differ from the reference's on the same inputs" in r.output, r.output
+
+
+def test_a_wrong_answer_earns_no_timing_points(rubric, tmp_path):
+    """Forgetting 1/sqrt(dk) is fast but wrong: the timing case fails on the outputs, before any timing."""
+    scores = "scores = Q @ K.transpose(-2, -1) / math.sqrt(dk)  # (..., Tq, Tk)"
+    folder = solutions_with(tmp_path, "attention.py", scores, scores.replace(" / math.sqrt(dk)", ""))
+    r = sdpa_speed(rubric, folder, tmp_path)
+    assert not r.passed and r.score == 0.0
+    assert "differ from the reference's on the same inputs" in r.output and "on the timing inputs" in r.output, r.output
+
+
+# --- the policy without a GPU ----------------------------------------------------------------------------
+
+no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="the without_gpu policy applies only on a machine without a GPU")
+
+
+@no_gpu
+def test_without_gpu_grade_counts_the_timing_case(reference_run):
+    """`grade`: the CPU measurement earns points, and results.json carries the measurement."""
+    r = timing_result(reference_run)
+    assert r.counted and r.max_score == r.case.points > 0
+    results = results_json(reference_run)
+    test = next(t for t in results["tests"] if t["name"].endswith(SDPA_SPEED))
+    assert test["max_score"] == r.case.points and test["extra_data"]["device"] == "cpu"
+    assert test["extra_data"]["ratio"] == r.extra["ratio"] and test["extra_data"]["pairs"] >= 7
+    low, high = test["extra_data"]["ci"]
+    assert low <= test["extra_data"]["ratio"] <= high
+    assert results["max_score"] == sum(r.case.points for r in reference_run.results)
+
+
+@no_gpu
+def test_without_gpu_inform_measures_but_counts_nothing(rubric, tmp_path):
+    """`inform`: measured and reported, worth nothing, and left out of the total's maximum."""
+    run = grade_folder(attention_rubric(rubric, PLAIN_CASE, SDPA_SPEED, without_gpu="inform"), SOLUTIONS, tmp_path)
+    r = timing_result(run)
+    assert r.passed and not r.counted and r.score == 0.0 and r.max_score == 0.0
+    assert "x the reference's time (95% CI" in r.output and "Reported only" in r.output, r.output
+    results = results_json(run)
+    test = next(t for t in results["tests"] if t["name"].endswith(SDPA_SPEED))
+    assert test["score"] == 0 and test["max_score"] == 0
+    assert {"device", "ratio", "ci", "pairs"} <= test["extra_data"].keys() and test["extra_data"]["device"] == "cpu"
+    assert results["max_score"] == results["score"] == plain_points(run)  # the ordinary case only
+
+
+@no_gpu
+def test_without_gpu_skip_reports_a_skip(rubric, tmp_path):
+    """`skip`: not run, reported as skipped with no points at stake."""
+    run = grade_folder(attention_rubric(rubric, PLAIN_CASE, SDPA_SPEED, without_gpu="skip"), SOLUTIONS, tmp_path)
+    r = timing_result(run)
+    assert r.output.startswith("Skipped") and r.score == 0.0 and r.max_score == 0.0
+    assert r.extra == {"device": "cpu"}
+    results = results_json(run)
+    assert results["max_score"] == results["score"] == plain_points(run)
+
+
+# --- grading.yaml ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("edit, key, expected", [
+    ({"full_until": 4.0, "zero_at": 4.0}, "full_until", "full_until < zero_at"),
+    ({"full_until": 5.0}, "full_until", "full_until < zero_at"),
+    ({"slack": 1.0}, "timing.slack", "Extra inputs are not permitted"),
+    ({"without_gpu": "maybe"}, "timing.without_gpu", "'grade'"),
+], ids=["full_until == zero_at", "full_until > zero_at", "unknown key", "without_gpu: maybe"])
+def test_bad_timing_section_is_refused(tmp_path, edit, key, expected):
+    """A `timing:` section that cannot make sense is refused with the key named."""
+    data = yaml.safe_load((ROOT / "grading.yaml").read_text())
+    data["timing"].update(edit)
+    data["solutions"] = str(SOLUTIONS)
+    path = tmp_path / "grading.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(RubricError) as err:
+        load_rubric(path)
+    message = str(err.value)
+    assert "timing" in message and key in message and expected in message, message
