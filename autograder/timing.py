@@ -30,7 +30,6 @@ from .sandbox.tiers import Tier
 BLOCK_SECONDS = 0.02  # each timed request runs this long at least, so the request's own cost is noise
 WARMUP_BLOCKS = 2
 MIN_PAIRS, MAX_PAIRS = 7, 200
-INPUT_SETS = 16  # distinct inputs kept in each worker; a block cycles through them
 
 
 @dataclass(frozen=True)
@@ -112,46 +111,59 @@ class Partial(Exception):
 def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, backward: bool = False) -> None:
     """Time student_fn against reference_fn (Remote callables in their two workers) and raise Partial.
 
-    make_inputs(worker, i) returns the i-th argument list built in `worker` (the same for both);
-    correctness on those inputs comes first: a wrong answer earns no timing points."""
+    make_inputs(worker, i) builds the i-th argument list in `worker`, the same in both; no i is used
+    twice, so an answer remembered from earlier inputs is never timed. Correctness on the first
+    inputs comes first: a wrong answer earns no timing points."""
     speed = t.speed
     started = time.monotonic()
     student, reference = speed.reference_pair(t.student)
-    sets = {w: [make_inputs(w, i) for i in range(INPUT_SETS)] for w in (student, reference)}
-    want = reference.repeat(reference_fn, sets[reference][:1], backward)
-    got = student.repeat(student_fn, sets[student][:1], backward)
-    _same_sums(got, want, f"{what} on the timing inputs", "")
+    workers = {student: student_fn, reference: reference_fn}
+    fresh = _Fresh(workers, make_inputs)
 
-    one = _timed(reference, reference_fn, sets[reference][:1], backward)[0]
-    reps = max(1, min(INPUT_SETS, math.ceil(BLOCK_SECONDS / max(one, 1e-6))))
-    blocks = [(w, fn) for w, fn in ((student, student_fn), (reference, reference_fn))]
+    first = fresh.take(1)
+    want = reference.repeat(reference_fn, first[reference], backward)
+    got = student.repeat(student_fn, first[student], backward)
+    _same_sums(got, want, f"{what} on the timing inputs", "")
+    one, _ = _timed(reference, reference_fn, fresh.take(1)[reference], backward)
+    reps = max(1, math.ceil(BLOCK_SECONDS / max(one, 1e-6)))
     for _ in range(WARMUP_BLOCKS):
-        for w, fn in blocks:
-            _timed(w, fn, sets[w][:reps], backward)
+        inputs = fresh.take(reps)
+        for w, fn in workers.items():
+            _timed(w, fn, inputs[w], backward)
 
     ratios: list[float] = []
     low = high = math.nan
     while len(ratios) < MAX_PAIRS:
-        start = (len(ratios) * reps) % INPUT_SETS
-        chosen = [(start + k) % INPUT_SETS for k in range(reps)]
-        seconds = {}
-        for w, fn in (blocks if t.rng.random() < 0.5 else blocks[::-1]):
-            seconds[w], result = _timed(w, fn, [sets[w][k] for k in chosen], backward)
-            if w is student:
-                stu_result = result
-            else:
-                ref_result = result
-        _same_sums(stu_result, ref_result, f"{what}, in a timed block", " (outputs cached from earlier calls, or work left "
-                   "unfinished when the function returned?)")
+        inputs, seconds, results = fresh.take(reps), {}, {}
+        for w in (list(workers) if t.rng.random() < 0.5 else list(workers)[::-1]):  # random order in each pair
+            seconds[w], results[w] = _timed(w, workers[w], inputs[w], backward)
+        _same_sums(results[student], results[reference], f"{what}, in a timed block", " (outputs cached from "
+                   "earlier calls, or work left unfinished when the function returned?)")
         ratios.append(seconds[student] / seconds[reference])
         if len(ratios) >= MIN_PAIRS:
             low, high = bootstrap_interval(ratios, t.rng)
-            median = float(np.median(ratios))
-            if (high - low) / median < speed.policy.tight or time.monotonic() - started > speed.policy.seconds:
+            if (high - low) / float(np.median(ratios)) < speed.policy.tight or time.monotonic() - started > speed.policy.seconds:
                 break
-    memory = _memory_ratio(got, want)
-    raise Partial(verdict(float(np.median(ratios)), low, high, len(ratios), memory, speed.policy,
-                          {"device": speed.device, "device_name": speed.device_name, "tier": speed.tier, "reps_per_block": reps, "timing_seconds": round(time.monotonic() - started, 2)}))
+    extra = {"device": speed.device, "device_name": speed.device_name, "tier": speed.tier, "reps_per_block": reps,
+             "timing_seconds": round(time.monotonic() - started, 2)}
+    raise Partial(verdict(float(np.median(ratios)), low, high, len(ratios), _memory_ratio(got, want), speed.policy, extra))
+
+
+class _Fresh:
+    """Inputs never used before, built in both workers outside any timed request; the previous
+    batch is freed first, so memory stays flat however many pairs are measured."""
+
+    def __init__(self, workers: dict, make_inputs):
+        self.workers, self.make_inputs = workers, make_inputs
+        self.used, self.held = 0, {}
+
+    def take(self, n: int) -> dict:
+        for w, sets in self.held.items():
+            w.drop([x for args in sets for x in args])
+        indices = range(self.used, self.used + n)
+        self.used += n
+        self.held = {w: [self.make_inputs(w, i) for i in indices] for w in self.workers}
+        return self.held
 
 
 def _timed(worker, fn, calls: list, backward: bool) -> tuple[float, dict]:

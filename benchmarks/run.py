@@ -395,9 +395,9 @@ def stability_reading(per_case: dict[str, list], policy: Policy) -> str:
             f"({far.case.name}). ")
     if wide:
         return text + (f"In {len(wide)} of {len(per_case)} cases ({'; '.join(wide)}) the ratios spread across runs by more "
-                       "than a typical interval's width: an interval describes one run's pair of workers, and the "
-                       "runs differ by more than that, so the spread comes from the workers, which more pairs cannot "
-                       "average away.")
+                       "than a typical interval's width: an interval describes one run, with its pair of fresh "
+                       "workers, and what changes between runs (the workers, the machine's state) is not averaged "
+                       "away by more pairs.")
     return text + "Every case's ratios stayed within a typical interval's width across runs."
 
 
@@ -429,11 +429,14 @@ def variants_reading(results: list[tuple[int, object]], policy: Policy) -> str:
     scale = [r.extra["ratio"] / k for k, r in timed]
     text = (f"Reading: with full marks up to {policy.full_until:g}x and none from {policy.zero_at:g}x, a 2x variant "
             f"should earn {expected_fraction(2, policy):.0%} and a 5x one nothing. Measured ratio / k ranged "
-            f"{min(scale):.2f}-{max(scale):.2f}; ")
+            f"{min(scale):.2f}-{max(scale):.2f}: below 1 because each timed call also reduces its outputs (and, for "
+            "the Transformer, every parameter's gradient) to checksums in the worker, a cost both sides pay once per "
+            "call however slow the function is. ")
     if not off:
-        return text + "every variant earned within 10 points of the share its k deserves."
+        return text + "Every variant earned within 10 points of the share a ratio of exactly k would."
     worst = max(off, key=lambda kr: abs(kr[1].fraction - expected_fraction(kr[0], policy)))
-    return text + (f"{len(off)} of {len(timed)} variants earned more than 10 points away from it, the furthest "
+    return text + (f"{len(off)} of {len(timed)} variants earned more than 10 points away from the share a ratio of "
+                   "exactly k would, the furthest "
                    f"{worst[1].case.name} at {worst[0]}x: measured {worst[1].extra['ratio']:.2f}, "
                    f"{worst[1].fraction:.0%} of the points.")
 

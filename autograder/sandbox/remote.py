@@ -72,6 +72,11 @@ class Student:
         """Timing: fn on each argument list, outputs reduced to checksums in the worker: {"checksums", "peak_bytes"}."""
         return self._request("repeat", [fn._expr, calls, backward], False)
 
+    def drop(self, objects: list) -> None:
+        """Let the worker free kept objects (Remote handles) the checks are done with."""
+        ids = [r._expr.base.id for r in objects if isinstance(r, Remote) and isinstance(r._expr.base, wire.Handle) and not r._expr.attrs]
+        self._request("drop", [ids], False)
+
     def flush(self) -> None:
         """Evict the GPU's L2 cache (nothing on a CPU)."""
         self._request("flush", [], False)

@@ -85,13 +85,21 @@ class Objects:
     def __init__(self):
         self.by_id: dict[int, object] = {}
         self.ids: dict[int, int] = {}  # id(obj) -> handle, so one object keeps one handle
+        self.next_id = 1
 
     def handle(self, obj) -> dict:
         key = id(obj)
         if key not in self.ids:
-            self.ids[key] = len(self.by_id) + 1
+            self.ids[key], self.next_id = self.next_id, self.next_id + 1
             self.by_id[self.ids[key]] = obj
         return {"__handle__": [self.ids[key], type(obj).__qualname__]}
+
+    def drop(self, handle_ids: list) -> None:
+        """Let go of objects the parent no longer needs (timing inputs), so memory stays flat."""
+        for handle_id in handle_ids:
+            obj = self.by_id.pop(handle_id, None)
+            if obj is not None:
+                del self.ids[id(obj)]
 
     def get(self, handle_id: int):
         if handle_id not in self.by_id:
@@ -122,12 +130,10 @@ def build(value):
 def random_tensor(kind: str, shape: list, seed: int, dtype_or_high, device: str):
     import torch
 
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator(device=device).manual_seed(seed)  # drawn on the device: GPU inputs are large
     if kind == "randn":
-        t = torch.randn(shape, generator=generator, dtype=getattr(torch, dtype_or_high))
-    else:
-        t = torch.randint(dtype_or_high, shape, generator=generator)
-    return t.to(device)
+        return torch.randn(shape, generator=generator, dtype=getattr(torch, dtype_or_high), device=device)
+    return torch.randint(dtype_or_high, shape, generator=generator, device=device)
 
 
 def repeat(fn, calls: list, backward: bool) -> dict:
@@ -172,7 +178,11 @@ def _tensors(value) -> list:
 
 
 def _checksums(tensors: list) -> list[float]:
-    return [float(x) for t in tensors for x in (t.detach().double().sum(), t.detach().double().abs().sum())]
+    """Sum and sum of magnitudes, accumulated in float64 without a float64 copy: the cost is timed on both sides."""
+    import torch
+
+    return [float(x) for t in tensors for x in (t.detach().sum(dtype=torch.float64),
+                                                 torch.linalg.vector_norm(t.detach(), 1, dtype=torch.float64))]
 
 
 def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, list[bytes]]:
@@ -187,6 +197,8 @@ def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, li
         result = repeat(*args)
     elif op == "flush":
         result = flush_cache()
+    elif op == "drop":
+        result = objects.drop(*args)
     else:
         raise wire.WireError(f"unknown op {op!r}")
     out: list[bytes] = []
