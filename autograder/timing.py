@@ -13,6 +13,7 @@ when the interval is tight or the time cap is reached.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -136,7 +137,9 @@ def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, backwa
     while len(ratios) < MAX_PAIRS:
         inputs, seconds, results = fresh.take(reps), {}, {}
         for w in (list(workers) if t.rng.random() < 0.5 else list(workers)[::-1]):  # random order in each pair
-            seconds[w], results[w] = _timed(w, workers[w], inputs[w], backward)
+            # a thread or process of the student's must not load the machine while the reference is timed
+            with student.held_still() if w is reference else contextlib.nullcontext():
+                seconds[w], results[w] = _timed(w, workers[w], inputs[w], backward)
         _same_sums(results[student], results[reference], f"{what}, in a timed block", " (outputs cached from "
                    "earlier calls, or work left unfinished when the function returned?)")
         ratios.append(seconds[student] / seconds[reference])

@@ -7,16 +7,22 @@ call, whatever the rubric's shape and however fast the machine.
 """
 import dataclasses
 import shutil
+import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import yaml
+from attacks import processes_with, tier
 from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
 from autograder.collect import RubricError, load_rubric
 from autograder.report import results_json
+from autograder.sandbox import reaper
+from autograder.sandbox.process import Limits
+from autograder.sandbox.remote import Student
 from autograder.timing import Policy, bootstrap_interval, verdict
 
 SDPA_SPEED = "speed: scaled_dot_product_attention against the reference"
@@ -318,3 +324,27 @@ def test_bad_timing_section_is_refused(tmp_path, edit, key, expected):
         load_rubric(path)
     message = str(err.value)
     assert "timing" in message and key in message and expected in message, message
+
+
+def test_the_student_is_held_still_while_the_reference_is_timed(tmp_path):
+    """While the reference's block runs, the student's worker is stopped (its threads too) and every process it
+    left running is dead, so nothing of the student's can load the machine against the reference; afterwards
+    the worker answers again. (On this 2-core machine, helpers that burn the cores only while the reference runs
+    moved a 6x student's ratio by 1.5 at most, too little for a ratio-based test to tell apart from noise.)"""
+    mark = f"left-running-{uuid.uuid4().hex}"
+    student = Student(SOLUTIONS, [], [], Limits(), tier())
+    try:
+        student.call(student.subprocess.Popen, [sys.executable, "-c", f"import time; time.sleep(600)  # {mark}"], keep=True)
+        assert processes_with(mark)
+        with student.held_still():
+            assert processes_with(mark) == []
+            states = [reaper._state(pid) for pid in processes_with(str(student.worker.scratch)) if "bwrap" not in _cmdline(pid)]
+            assert states == ["T"], states
+        assert student.math.sqrt(4.0) == 2.0
+    finally:
+        student.stop()
+
+
+def _cmdline(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().decode(errors="replace")

@@ -55,6 +55,46 @@ def sweep(student_uid: int | None = None) -> None:
     raise RuntimeError("student processes survived the sweep")
 
 
+def still(worker: int, depth: int) -> int:
+    """Kill what a live worker left running beside it and stop the worker itself (SIGSTOP, which it
+    cannot catch), so none of the student's processes or threads run while the reference is timed;
+    returns the pid to SIGCONT afterwards. The worker is `depth` generations below the process we
+    started (bwrap, its init, then Python: 2), the oldest at each level; everything else below it,
+    and every orphan we inherited, is killed."""
+    parents = {pid: _parent_of(pid) for pid in map(int, filter(str.isdigit, os.listdir("/proc")))}
+    keep, node = {worker}, worker
+    for _ in range(depth):
+        node = min((p for p, parent in parents.items() if parent == node), key=_start_time, default=node)
+        keep.add(node)
+    below = [pid for pid in parents if pid not in keep and _descends(pid, worker, parents)]
+    for pid in below + [pid for pid in _children() if pid not in _live_workers]:
+        _kill_and_reap(pid)
+    os.kill(node, signal.SIGSTOP)
+    deadline = time.monotonic() + 1.0
+    while _state(node) not in ("T", "t", "Z", None) and time.monotonic() < deadline:  # a signal lands asynchronously
+        time.sleep(0.0002)
+    return node
+
+
+def _state(pid: int) -> str | None:
+    fields = _stat(pid)
+    return fields[0].decode() if fields else None
+
+
+def _descends(pid: int, ancestor: int, parents: dict) -> bool:
+    seen = 0
+    while pid in parents and seen < 64:
+        pid, seen = parents[pid], seen + 1
+        if pid == ancestor:
+            return True
+    return False
+
+
+def _start_time(pid: int) -> int:
+    fields = _stat(pid)
+    return int(fields[19]) if fields else 1 << 62
+
+
 def grader_ids() -> tuple[list[int], list[int]]:
     """This process and every one above it up to init, with their threads (kill() takes a thread id too),
     and their process groups: student code may signal none of them."""
@@ -85,13 +125,19 @@ def _children() -> list[int]:
 
 
 def _parent_of(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """/proc/<pid>/stat from the state on (state, ppid, ...), or None once the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
     # the command name may hold spaces and parentheses: the fields after it start past the last ')'
-    return int(stat[stat.rindex(b")") + 2:].split()[1])
+    return stat[stat.rindex(b")") + 2:].split()
 
 
 def _kill_and_reap(pid: int) -> None:

@@ -7,10 +7,13 @@ else stays in the worker behind a `Remote` handle.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 
-from . import wire
+from . import reaper, wire
 from .process import BadReply, Limits, StudentRaised, Worker, WorkerFailure
 from .tiers import Tier
 
@@ -71,6 +74,16 @@ class Student:
     def repeat(self, fn: Remote, calls: list[list], backward: bool = False) -> dict:
         """Timing: fn on each argument list, outputs reduced to checksums in the worker: {"checksums", "peak_bytes"}."""
         return self._request("repeat", [fn._expr, calls, backward], False)
+
+    @contextlib.contextmanager
+    def held_still(self):
+        """While the reference is timed: the student's worker stopped, whatever it left running killed."""
+        self.start()
+        pid = reaper.still(self.worker.proc.pid, 2 if self.worker.in_bwrap else 0)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
 
     def drop(self, objects: list) -> None:
         """Let the worker free kept objects (Remote handles) the checks are done with."""
