@@ -74,6 +74,6 @@ def scores_by_component(run: GradeRun) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
     for r in run.results:
         got, most = out.get(r.case.component, (0.0, 0.0))
-        out[r.case.component] = (got + r.score, most + r.case.points)
+        out[r.case.component] = (got + r.score, most + r.max_score)
     return out
 

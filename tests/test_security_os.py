@@ -45,7 +45,7 @@ def case_rows(graded, names: bool = False) -> list[tuple[str, str, float, float,
     if isinstance(graded.results, dict):
         return [(t["tags"][0], t["extra_data"]["check"], t["score"], t["max_score"],
                  t["name"].split("] ", 1)[1] if names else t["output"]) for t in graded.results["tests"]]
-    return [(r.case.component, r.case.check, r.score, r.case.points, r.case.name if names else r.output) for r in graded.results]
+    return [(r.case.component, r.case.check, r.score, r.max_score, r.case.name if names else r.output) for r in graded.results]
 
 
 def assert_only_attacked_cases_lost(graded, feedback: str = "") -> None:

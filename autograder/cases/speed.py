@@ -13,9 +13,14 @@ from ..timing import compare_speed
 from . import check
 
 
+def _seed(t) -> int:
+    """The case's seed, kept to 31 bits so that offsets per input set stay far inside torch's range."""
+    return t.seed % (1 << 31)
+
+
 def _randn(t, shape: list[int]):
     """make_inputs piece: a float32 normal tensor of `shape`, the i-th of the case, on the case's device."""
-    return lambda w, i, k: w.put(Make("randn", [shape, t.seed % (1 << 31) + 1000 * i + k, "float32", t.speed.device]))
+    return lambda w, i, k: w.put(Make("randn", [shape, _seed(t) + 1000 * i + k, "float32", t.speed.device]))
 
 
 def _shape(t, cpu: list[int], gpu: list[int]) -> list[int]:
@@ -55,7 +60,7 @@ def transformer_speed(t, cpu: list[int] = [8, 64, 256, 64, 2, 4], gpu: list[int]
     both models holding the same weights."""
     B, T, V, d, L, h = _shape(t, cpu, gpu)
     config = {"vocab_size": V, "context_length": T, "d_model": d, "num_layers": L, "num_heads": h, "d_ff": 4 * d}
-    torch.manual_seed(t.seed % (1 << 31))
+    torch.manual_seed(_seed(t))
     weights = t.expect(lambda ref: ref.transformer.TransformerLM(**config).state_dict())
     student, reference = t.speed.reference_pair(t.student)
     models = {}
@@ -63,6 +68,6 @@ def transformer_speed(t, cpu: list[int] = [8, 64, 256, 64, 2, 4], gpu: list[int]
         models[w] = w.call(w.transformer.TransformerLM, keep=True, **config)
         models[w].to(t.speed.device, keep=True)
         models[w].load_state_dict(weights, keep=True)  # keep: its return value is no plain data
-    ids = lambda w, i: [w.put(Make("randint", [[B, T], t.seed % (1 << 31) + i, V, t.speed.device]))]  # noqa: E731
+    ids = lambda w, i: [w.put(Make("randint", [[B, T], _seed(t) + i, V, t.speed.device]))]  # noqa: E731
     compare_speed(t, f"TransformerLM forward and backward on ids {(B, T)}, {config}", models[student], models[reference], ids,
                   backward=True)
