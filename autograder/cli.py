@@ -1,4 +1,4 @@
-"""`autograder grade`, `autograder check` and `autograder release`."""
+"""The commands: `grade`, `check`, `release`, `gradescope build` and `verify`."""
 from __future__ import annotations
 
 import argparse
@@ -12,11 +12,14 @@ from pathlib import Path
 from rich.console import Console
 
 from .collect import RubricError, load_rubric
+from .release.bundle import BundleError, write_bundle
+from .release.gradescope import GradescopeError, build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import failure_json, print_table, results_json, write_results
 from .run import grade
 from .sandbox.tiers import ORDER, TierUnavailable, choose_tier, grader_files
 from .submission import SubmissionError, open_submission
+from .verify import MistakesError, load_mistakes, print_report, verify
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 USAGE_ERROR = 2
@@ -82,8 +85,8 @@ def cmd_check(args, console: Console) -> int:
         return USAGE_ERROR
     print_table(run, console)
     console.print(
-        f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases are hidden: "
-        "they run only when your submission is graded, so passing here does not mean full marks.",
+        f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
+        "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
         highlight=False,
     )
     return 0
@@ -92,6 +95,15 @@ def cmd_check(args, console: Console) -> int:
 def cmd_release(args, console: Console) -> int:
     try:
         rubric = load_rubric(Path(args.config))
+        if args.out:
+            console.print("recording the visible cases on the reference solutions, then replaying them; this takes a minute", highlight=False)
+            made = write_bundle(rubric, Path(args.out).absolute(), args.part)
+            console.print(f"wrote the student bundle for {', '.join(made['components'])} to {args.out}: {', '.join(made['files'])}, "
+                          f"handouts, notebooks, and {made['cases']} visible cases ({made['bytes'] >> 10} KiB of recorded expected "
+                          f"values, replayed against the reference: all pass); {made['not_here']} cases run only when graded", highlight=False)
+            return 0
+        if args.part:
+            raise BundleError("--part selects what goes into a student bundle; give --out DIR too")
         starter_dir = rubric.path.parent / "starter"
         if args.check:
             stale = stale_starter(rubric.solutions_dir, starter_dir)
@@ -101,11 +113,35 @@ def cmd_release(args, console: Console) -> int:
             console.print("starter/ is up to date with solutions/")
             return 0
         written = write_starter(rubric.solutions_dir, starter_dir)
-    except (RubricError, StarterError, OSError) as exc:
+    except (RubricError, StarterError, BundleError, SubmissionError, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return USAGE_ERROR
     console.print(f"wrote {', '.join(written)} to {starter_dir}", highlight=False)
     return 0
+
+
+def cmd_gradescope(args, console: Console) -> int:
+    out = Path(args.out)
+    try:
+        names = build_zip(load_rubric(Path(args.config)), out)
+    except (RubricError, GradescopeError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        return USAGE_ERROR
+    console.print(f"wrote {out} ({len(names)} files, {out.stat().st_size / 1e6:.1f} MB) with a new secret: upload it as the "
+                  "assignment's autograder; hidden inputs are fixed until the next build", highlight=False)
+    return 0
+
+
+def cmd_verify(args, console: Console) -> int:
+    try:
+        rubric = load_rubric(Path(args.config))
+        report = verify(rubric, load_mistakes(rubric, args.mistakes), args.component, args.quick,
+                        progress=lambda line: console.print(line, markup=False, highlight=False))
+    except (RubricError, MistakesError, SubmissionError, TierUnavailable, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        return USAGE_ERROR
+    print_report(report, console)
+    return 0 if report.passed else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", default=None, help="the rubric (default: ./grading.yaml, else the project's)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    g = sub.add_parser("grade", help="grade a submission: a folder, a .zip or a single .py file")
+    g = sub.add_parser("grade", help="grade a submission: a folder, a .zip, or a single .py file or .ipynb notebook")
     g.add_argument("path")
     g.add_argument("--results", help="write Gradescope's results.json here")
     g.add_argument("--component", action="append", help="grade only this component (repeatable)")
@@ -129,9 +165,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to run below this isolation tier")
     c.set_defaults(func=cmd_check)
 
-    r = sub.add_parser("release", help="generate starter/ from solutions/")
+    r = sub.add_parser("release", help="generate starter/ from solutions/, or with --out the student bundle")
     r.add_argument("--check", action="store_true", help="fail when starter/ is out of date instead of writing it")
+    r.add_argument("--out", help="write the student bundle here: starter files, handouts, notebooks, the visible cases and how to run them")
+    r.add_argument("--part", help="only this part's components (its number, 1, 2..., or its name)")
     r.set_defaults(func=cmd_release)
+
+    gs = sub.add_parser("gradescope", help="Gradescope's autograder zip")
+    gs_sub = gs.add_subparsers(dest="action", required=True)
+    b = gs_sub.add_parser("build", help="write the zip (setup.sh, run_autograder, grader, rubric, solutions, a new secret)")
+    b.add_argument("--out", default="autograder.zip", help="where to write it (default: %(default)s)")
+    b.set_defaults(func=cmd_gradescope)
+
+    v = sub.add_parser("verify", help="staff: the solutions earn every point, the starter none, and every known mistake is caught")
+    v.add_argument("--component", action="append", help="verify only this component (repeatable)")
+    v.add_argument("--mistakes", type=Path, help="the catalog of known mistakes (default: mistakes.yaml in the solutions folder)")
+    v.add_argument("--quick", action="store_true", help="leave out the training case where a mistake need not fail it")
+    v.set_defaults(func=cmd_verify)
     return parser
 
 

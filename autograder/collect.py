@@ -61,6 +61,7 @@ class CaseSpec(Strict):
     timeout: Positive | None = None
     rtol: Annotated[float, Field(ge=0)] | None = None
     atol: Annotated[float, Field(ge=0)] | None = None
+    number: str | None = None  # a student bundle keeps the grader's numbering
 
 
 class ForbiddenSpec(Strict):
@@ -73,6 +74,7 @@ class ComponentSpec(Strict):
     title: str
     forbidden: ForbiddenSpec = ForbiddenSpec()
     cases: Annotated[list[CaseSpec], Field(min_length=1)]
+    not_here: Annotated[int, Field(ge=0)] = 0  # a student bundle: cases that run only when graded
 
 
 class PartSpec(Strict):
@@ -100,7 +102,8 @@ class TimingSpec(Strict):
 
 class RubricSpec(Strict):
     course: str
-    solutions: str = "solutions"
+    solutions: str | None = "solutions"
+    expected: str | None = None  # a student bundle: recorded expected values instead of solutions
     defaults: Defaults = Defaults()
     timing: TimingSpec = TimingSpec()
     parts: Annotated[list[PartSpec], Field(min_length=1)]
@@ -108,7 +111,7 @@ class RubricSpec(Strict):
 
     @model_validator(mode="after")
     def cross_references(self) -> RubricSpec:
-        problems = []
+        problems = [] if (self.solutions is None) != (self.expected is None) else ["solutions (the grader) and expected (a student bundle): give exactly one"]
         for cid, comp in self.components.items():
             where = f"components.{cid}"
             if cid not in COMPONENT_FILES:
@@ -201,16 +204,18 @@ class Component:
     forbidden_modules: list[str]
     forbidden_calls: list[str]
     cases: list[Case]
+    not_here: int = 0  # cases a student bundle leaves out: hidden and timing cases
 
 
 @dataclass(frozen=True)
 class Rubric:
     course: str
     path: Path
-    solutions_dir: Path
+    solutions_dir: Path | None  # None in a student bundle
     memory_mb: int
     components: list[Component]
     timing: Policy = Policy()
+    expected: Path | None = None  # a student bundle's recorded expected values (expected.Replay)
 
     def component(self, cid: str) -> Component:
         for comp in self.components:
@@ -219,15 +224,21 @@ class Rubric:
         raise RubricError(f"no component {cid!r} in {self.path.name}; expected one of {', '.join(c.id for c in self.components)}")
 
 
-def load_rubric(path: Path) -> Rubric:
+def read_yaml(path: Path, kind: type, error: type[Exception]):
+    """The YAML document at `path`, which must be a `kind` (dict or list); `error` says what went wrong."""
     try:
         raw = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise RubricError(f"cannot read {path}: {exc.strerror}") from None
+        raise error(f"cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise RubricError(f"{path.name} is not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise RubricError(f"{path.name}: expected a mapping at the top level, got {type(raw).__name__}")
+        raise error(f"{path.name} is not valid YAML: {exc}") from None
+    if not isinstance(raw, kind):
+        raise error(f"{path.name}: expected a {'mapping' if kind is dict else 'list'} at the top level, got {type(raw).__name__}")
+    return raw
+
+
+def load_rubric(path: Path) -> Rubric:
+    raw = read_yaml(path, dict, RubricError)
     try:
         spec = RubricSpec.model_validate(raw)
     except ValidationError as exc:
@@ -255,7 +266,7 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
         cases = [
             Case(
                 component=cid,
-                number=f"{ci}.{i}",
+                number=c.number or f"{ci}.{i}",
                 name=c.name,
                 check=c.check,
                 points=c.points,
@@ -267,7 +278,8 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
             )
             for i, c in enumerate(comp.cases, start=1)
         ]
-        components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases))
-    solutions = (path.parent / spec.solutions).resolve()
-    return Rubric(spec.course, path, solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()))
+        components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases,
+                                    comp.not_here))
+    solutions, expected = ((path.parent / p).resolve() if p else None for p in (spec.solutions, spec.expected))
+    return Rubric(spec.course, path, solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()), expected)
 

@@ -33,7 +33,7 @@ def fill_parameters(rng: np.random.Generator, module: torch.nn.Module, scale: fl
 
 def load_reference_weights(t, student_module: Remote, reference_module: torch.nn.Module) -> None:
     """Give the student's module the reference's weights, dtype included, by state-dict name."""
-    want = {k: v.detach() for k, v in reference_module.state_dict().items()}
+    want = t.expect(lambda ref: {k: v.detach().clone() for k, v in reference_module.state_dict().items()})
     got = t.student.call(student_module.state_dict)
     if not isinstance(got, dict):
         t.fail(f"state_dict() returned {type(got).__name__}; is your model a torch.nn.Module?")
@@ -60,11 +60,7 @@ def check_gradients(t, student_fn: Remote, reference_fn, args: Sequence, *, grad
     A student object among `args` (a Remote) reaches the reference as it is: the reference callable
     uses its own module in that place.
     """
-    ref_args = [_leaf(a, i in grad_args) for i, a in enumerate(args)]
-    ref_out = _tensors(reference_fn(*ref_args))
-    upstream = [random_like(t.rng, o) for o in ref_out]
-    torch.autograd.backward(ref_out, upstream)
-
+    ref_out, upstream, ref_grads, param_grads = t.expect(lambda ref: _reference_pass(t.rng, reference_fn, args, grad_args, parameters))
     stu_args = [t.student.put(_leaf(a, True)) if i in grad_args else a for i, a in enumerate(args)]
     out = t.student.call(student_fn, *stu_args, keep=True)
     got = _tensors_or_fail(t, t.student.value(out), len(ref_out), outputs)
@@ -77,15 +73,24 @@ def check_gradients(t, student_fn: Remote, reference_fn, args: Sequence, *, grad
     tensors = [t.student.call(t.student.operator.getitem, leaves, i, keep=True) for i in range(len(ref_out))]
     t.student.torch.autograd.backward(tensors, upstream)
 
-    for i, name in zip(grad_args, names):
-        _compare_grad(t, t.student.value(stu_args[i].grad), ref_args[i].grad, f"the gradient of {name}")
-    if parameters is not None:
-        student_module, reference_module = parameters
-        for pname, p in reference_module.named_parameters():
-            remote = student_module
-            for part in pname.split("."):
-                remote = getattr(remote, part)
-            _compare_grad(t, t.student.value(remote.grad), p.grad, f"the gradient of parameter {pname}")
+    for i, name, want in zip(grad_args, names, ref_grads):
+        _compare_grad(t, t.student.value(stu_args[i].grad), want, f"the gradient of {name}")
+    for pname, want in param_grads.items():
+        remote = parameters[0]
+        for part in pname.split("."):
+            remote = getattr(remote, part)
+        _compare_grad(t, t.student.value(remote.grad), want, f"the gradient of parameter {pname}")
+
+
+def _reference_pass(rng: np.random.Generator, reference_fn, args: Sequence, grad_args: Sequence[int], parameters):
+    """The reference's outputs, a random upstream gradient drawn for them, and the gradients it gives each
+    input at `grad_args` and each parameter of the reference module, by name: all data."""
+    ref_args = [_leaf(a, i in grad_args) for i, a in enumerate(args)]
+    ref_out = _tensors(reference_fn(*ref_args))
+    upstream = [random_like(rng, o) for o in ref_out]
+    torch.autograd.backward(ref_out, upstream)
+    params = parameters[1].named_parameters() if parameters is not None else ()
+    return [o.detach() for o in ref_out], upstream, [ref_args[i].grad for i in grad_args], {name: p.grad for name, p in params}
 
 
 def _leaf(value, requires_grad: bool):

@@ -11,12 +11,12 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .cases import CHECKS, TIMING
 from .collect import Case, Component, Rubric
 from .forbidden import scan_submission
 from .judge import CaseFailed
+from .expected import Live, Replay
 from .reference import Reference
 from .sandbox import reaper
 from .sandbox.process import BadReply, CallTimeout, Limits, StudentRaised, WorkerFailure
@@ -25,6 +25,9 @@ from .sandbox.tiers import Tier, choose_tier, grader_files, hide
 from .submission import Submission
 from .timing import Partial, Speed
 from .trial import Trial
+
+
+INTERNAL_ERROR = "The grader itself failed on this case (an internal error, not your fault); course staff must look at it."
 
 
 @dataclass
@@ -72,22 +75,26 @@ def grade(
     component_ids: list[str] | None = None,
     visible_only: bool = False,
     tier: Tier | None = None,
+    expected=None,
     on_result: Callable[[CaseResult], None] = lambda r: None,
 ) -> GradeRun:
-    """Grade `submission`; every student process is dead when this returns. Without a tier, the strongest one here."""
+    """Grade `submission`; every student process is dead when this returns. Without a tier, the strongest one here.
+    Expected values come from the reference modules, or from the rubric's recording in a student bundle
+    (`expected`: an expected.Recorder records them while grading the reference)."""
     started = time.monotonic()
     tier = tier or choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
     run = GradeRun(isolation={**tier.record(), "held": {}})
     run.isolation["notes"] += reaper.harden_parent()
     if tier.name == "root":
         hide(tier.hidden)
-    reference = Reference(rubric.solutions_dir)
+    if expected is None:
+        expected = Replay(rubric.expected) if rubric.expected else Live(Reference(rubric.solutions_dir))
     components = [rubric.component(c) for c in component_ids] if component_ids else rubric.components
     try:
         for component in components:
             cases = [c for c in component.cases if c.visible or not visible_only]
-            run.hidden_not_run += len(component.cases) - len(cases)
-            for result in _grade_component(component, cases, submission, reference, secret, rubric, tier, run.isolation["held"]):
+            run.hidden_not_run += len(component.cases) - len(cases) + component.not_here
+            for result in _grade_component(component, cases, submission, expected, secret, rubric, tier, run.isolation["held"]):
                 run.results.append(result)
                 on_result(result)
     finally:
@@ -96,10 +103,10 @@ def grade(
     return run
 
 
-def _grade_component(component: Component, cases: list[Case], submission: Submission, reference: Reference, secret: str, rubric: Rubric,
+def _grade_component(component: Component, cases: list[Case], submission: Submission, expected, secret: str, rubric: Rubric,
                      tier: Tier, held: dict):
     if component.file not in submission.files:
-        message = f"Not submitted: {component.file} was not found in the submission."
+        message = submission.problems.get(component.file, f"Not submitted: {component.file} was not found in the submission.")
         yield from (CaseResult(case, False, message) for case in cases)
         return
     violations = scan_submission(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
@@ -109,9 +116,9 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
         return
     limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
     student = Student(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier)
-    speed = Speed(rubric.timing, reference.solutions_dir, tier, limits)
+    speed = Speed(rubric.timing, rubric.solutions_dir, tier, limits)
     try:
-        results = [run_case(case, student, reference, secret, speed) for case in cases]
+        results = [run_case(case, student, expected, secret, speed) for case in cases]
     finally:
         student.stop()
         speed.stop()
@@ -123,7 +130,7 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
     yield from (CaseResult(r.case, False, used, r.seconds, True) if used else r for r in results)
 
 
-def run_case(case: Case, student: Student, reference: Reference, secret: str, speed: Speed) -> CaseResult:
+def run_case(case: Case, student: Student, expected, secret: str, speed: Speed) -> CaseResult:
     started = time.monotonic()
     forbidden, fraction, extra = False, 1.0, {}
     timed = case.check in TIMING
@@ -135,7 +142,7 @@ def run_case(case: Case, student: Student, reference: Reference, secret: str, sp
         student.deadline = None
         student.start()
         student.deadline = time.monotonic() + case.timeout
-        CHECKS[case.check](Trial(case, student, reference, secret, speed), **case.params)
+        CHECKS[case.check](Trial(case, student, expected, secret, speed), **case.params)
         passed, output = True, "Passed."
     except Partial as exc:
         passed, output, fraction, extra = True, str(exc), exc.verdict.fraction, exc.verdict.extra
@@ -155,7 +162,7 @@ def run_case(case: Case, student: Student, reference: Reference, secret: str, sp
         passed, output = False, f"Your code crashed the process running it: {exc}."
     except Exception:  # a bug in a check must not stop the run, and must never pass
         traceback.print_exc()
-        passed, output = False, "The grader itself failed on this case (an internal error, not your fault); course staff must look at it."
+        passed, output = False, INTERNAL_ERROR
     finally:
         student.deadline = None
     return CaseResult(case, passed, output, time.monotonic() - started, forbidden, fraction, counted, extra)

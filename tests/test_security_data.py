@@ -22,6 +22,7 @@ import pytest
 from conftest import SOLUTIONS, grade_folder, scores_by_component, solutions_with
 
 from autograder.cases import CHECKS
+from autograder.expected import Live
 from autograder.reference import Reference
 from autograder.run import CaseResult, GradeRun
 from autograder.trial import Trial
@@ -411,7 +412,7 @@ def predicted_softmax_answers(rubric) -> dict[str, tuple[str, list]]:
     student = SimpleNamespace(backprop=SimpleNamespace(softmax=record))
     for case in rubric.component("backprop").cases:
         if case.check == "backprop.softmax":
-            CHECKS[case.check](Trial(dataclasses.replace(case, visibility="visible"), student, reference, secret=""), **case.params)
+            CHECKS[case.check](Trial(dataclasses.replace(case, visibility="visible"), student, Live(reference), secret=""), **case.params)
     return answers
 
 

@@ -119,6 +119,10 @@ def generate_output(t, prompt_len: int = 11, max_new_tokens: int = 4):
 
 def reference_probs(t, model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
     """What the reference passes to torch.multinomial for the token after `prefix`."""
+    return t.expect(lambda ref: multinomial_probs(ref, model, prefix, temperature, top_k))
+
+
+def multinomial_probs(ref, model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
     seen, real = [], torch.multinomial
 
     def record(probs, *args, **kwargs):
@@ -126,14 +130,14 @@ def reference_probs(t, model, prefix: torch.Tensor, temperature: float, top_k: i
         return real(probs, *args, **kwargs)
 
     with mock.patch.object(torch, "multinomial", record):
-        t.expect(lambda ref: ref.transformer.generate(model, prefix, 1, temperature, top_k))
+        ref.transformer.generate(model, prefix, 1, temperature, top_k)
     return seen[0]
 
 
-def sampling_hints(model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> dict:
+def sampling_hints(t, model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> dict:
     """Probabilities with one classic mistake each, from the reference model's logits for `prefix`."""
     with torch.no_grad():
-        logits = model(prefix[-model.context_length:][None])[0, -1]
+        logits = t.expect(lambda ref: model(prefix[-model.context_length:][None])[0, -1])
     V = len(logits)
 
     def at_least_kth(k: int) -> torch.Tensor:
@@ -185,7 +189,7 @@ def generate_sampling(t, temperature: float, top_k: int | None = None, tie: bool
     new token one those probabilities allow. `tie` makes two logits tie at the k-th place at every step."""
     model, reference = tiny_lm(t)
     if tie:
-        tie_at_kth(t.rng, reference, top_k)
+        t.expect(lambda ref: tie_at_kth(t.rng, reference, top_k))
         load_reference_weights(t, model, reference)
     prompt = random_prompt(t, prompt_len, VOCAB)
     spy = t.student.spy("torch.multinomial")
@@ -203,7 +207,7 @@ def generate_sampling(t, temperature: float, top_k: int | None = None, tie: bool
         if type(probs) is torch.Tensor and probs.shape == (1, VOCAB):
             probs = probs[0]
         step = f"{what}: the probabilities passed to torch.multinomial for new token {i} (after {len(prefix)} tokens)"
-        t.close(probs, want, step, hints=sampling_hints(reference, prefix, temperature, top_k))
+        t.close(probs, want, step, hints=sampling_hints(t, reference, prefix, temperature, top_k))
         if want[got[len(prefix)]] == 0:
             t.fail(f"{step}: new token {i} is one they give probability 0; append what torch.multinomial returned.")
 
@@ -324,7 +328,8 @@ def small_init(rng: np.random.Generator, model):
 def trainable(t, model, reference) -> None:
     """Every weight of the reference's is a parameter of the student's model that requires grad."""
     got = t.student.call(t.student.builtins.dict, t.student.call(model.named_parameters, keep=True))
-    frozen = [name for name, _ in reference.named_parameters() if not (name in got and got[name].requires_grad)]
+    names = t.expect(lambda ref: [name for name, _ in reference.named_parameters()])
+    frozen = [name for name in names if not (name in got and got[name].requires_grad)]
     if frozen:
         t.fail(f"Not trainable: {', '.join(frozen)} (missing from named_parameters() under these names, or requires_grad "
                "is False), so the optimiser would never change them. Create every weight as an nn.Parameter or through "
@@ -346,7 +351,7 @@ def training(t, steps: int = 300, batch: int = 32, lr: float = 3e-3, init: Liter
         return tf.TransformerLM(vocab, **TRAIN_SIZES)
 
     if init == "grader":
-        reference = small_init(t.rng, t.expect(lambda ref: build(ref.transformer)))
+        reference = t.expect(lambda ref: small_init(t.rng, build(ref.transformer)))
         model = build(t.student.transformer)
         load_reference_weights(t, model, reference)
     else:

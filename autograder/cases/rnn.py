@@ -40,8 +40,7 @@ def forward_hints(x, h0, W_xh, W_hh, b_h) -> dict:
 
 
 def reference_model(t, vocab: int, embed: int, hidden: int, dtype: str):
-    model = t.expect(lambda ref: ref.rnn.RNNLM(vocab, embed, hidden))
-    return fill_parameters(t.rng, model.to(DTYPES[dtype]))
+    return t.expect(lambda ref: fill_parameters(t.rng, ref.rnn.RNNLM(vocab, embed, hidden).to(DTYPES[dtype])))
 
 
 def student_model(t, vocab: int, embed: int, hidden: int, reference):
@@ -90,11 +89,11 @@ def lm_forward(t, batch: int = 3, steps: int = 7, vocab: int = 11, embed: int = 
     ids = torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
     h0 = [tensor(t.rng, batch, hidden, dtype=dtype)] if with_h0 else []
     with torch.no_grad():
-        logits, h_last = ref_model(ids, *h0)
+        logits, h_last = t.expect(lambda ref: ref_model(ids, *h0))
     what = f"RNNLM forward on ids of shape {(batch, steps)}" + (" with h0" if with_h0 else " with h0=None")
     got_logits, got_last = tensors(t, model(ids, *h0), what, ("logits", "h_last"))
     with torch.no_grad():
-        from_zeros = ref_model(ids)[0]
+        from_zeros = t.expect(lambda ref: ref_model(ids)[0])
     t.close(got_logits, logits, f"{what}: logits", hints={
         "the output bias b_y is missing": lambda: logits - ref_model.b_y.detach(),
         "the given h0 is ignored (the recurrence starts from zeros)": lambda: from_zeros,
@@ -119,7 +118,7 @@ def loss(t, batch: int = 4, steps: int = 9, vocab: int = 10, embed: int = 4, hid
     model = student_model(t, vocab, embed, hidden, ref_model)
     ids = torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
     with torch.no_grad():
-        logits, _ = ref_model(ids)
+        logits, _ = t.expect(lambda ref: ref_model(ids))
     want = t.expect(lambda ref: ref.rnn.rnn_lm_loss(ref_model, ids).item())
     got = t.student.rnn.rnn_lm_loss(model, ids)
     if type(got) is not torch.Tensor or got.numel() != 1:

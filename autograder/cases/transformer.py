@@ -24,11 +24,15 @@ def modules(t, build, dtype: str):
     """(student, reference): `build(namespace)` builds the module from either side's transformer.py; the
     reference gets random weights, LayerNorm weights (the only 1-D weights) shifted to around 1, and the
     student's module gets the same weights."""
-    reference = fill_parameters(t.rng, t.expect(lambda ref: build(ref.transformer)).to(DTYPES[dtype]))
-    with torch.no_grad():
-        for name, p in reference.named_parameters():
-            if name.endswith("weight") and p.dim() == 1:
-                p.add_(1.0)
+    def weighted(ref):
+        module = fill_parameters(t.rng, build(ref.transformer).to(DTYPES[dtype]))
+        with torch.no_grad():
+            for name, p in module.named_parameters():
+                if name.endswith("weight") and p.dim() == 1:
+                    p.add_(1.0)
+        return module
+
+    reference = t.expect(weighted)
     student = build(t.student.transformer)
     load_reference_weights(t, student, reference)
     return student, reference
@@ -38,7 +42,7 @@ def values_and_gradients(t, student, reference, x: torch.Tensor, what: str, hint
     """The output (with hints for known mistakes), the input left as it was, then the gradients of a
     floating input and of every parameter."""
     with torch.no_grad():
-        want = reference(x)
+        want = t.expect(lambda ref: reference(x))
     t.close(call_leaving_inputs(t, student, [x], ("x",), what), want, what, hints=hints)
     grad_args = [0] if x.is_floating_point() else []
     check_gradients(t, student, reference, [x], grad_args=grad_args, names=["x"], outputs=[what], parameters=(student, reference))

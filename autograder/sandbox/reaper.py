@@ -70,8 +70,10 @@ def still(worker: int, depth: int) -> int:
     for pid in below + [pid for pid in _children() if pid not in _live_workers]:
         _kill_and_reap(pid)
     os.kill(node, signal.SIGSTOP)
+    # Signals land asynchronously: wait until the killed are dead and the worker has stopped.
     deadline = time.monotonic() + 1.0
-    while _state(node) not in ("T", "t", "Z", None) and time.monotonic() < deadline:  # a signal lands asynchronously
+    while time.monotonic() < deadline and (_state(node) not in ("T", "t", "Z", None)
+                                           or any(_state(pid) not in ("Z", "X", None) for pid in below)):
         time.sleep(0.0002)
     return node
 

@@ -182,10 +182,10 @@ def hide(paths: tuple[Path, ...]) -> None:
             pass
 
 
-def grader_files(rubric_dir: Path, solutions_dir: Path, extra: list[Path]) -> list[Path]:
+def grader_files(rubric_dir: Path, solutions_dir: Path | None, extra: list[Path]) -> list[Path]:
     """What students must not read: the rubric's folder entry by entry (but for the Python that runs
     the worker, which may live there as .venv), solutions/, the grader's own package, and `extra`."""
     package = Path(__file__).resolve().parents[1]
     python = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
     inside = [p for p in rubric_dir.resolve().iterdir() if not any(py.is_relative_to(p) for py in python)]
-    return [*inside, solutions_dir, package, *extra]
+    return [*inside, *([solutions_dir] if solutions_dir else []), package, *extra]

@@ -1,0 +1,210 @@
+"""The student bundle: starter files, handouts, notebooks, the visible cases and the grader to run them.
+
+A bundle holds no reference solution and no hidden case. Its grading.yaml lists the visible cases
+only (timing cases need the reference, so they run only when graded) and points at `expected.bin`:
+what every `t.expect` of those cases returned when they graded the reference solutions, recorded
+here (expected.Recorder). The bundle's `autograder check` and its `pytest` replay those values
+through the same checks, so students get the grader's own feedback. Before anything is written,
+the recording is replayed against the reference, which must pass every case: a bundle that would
+fail a correct solution is never released.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from ..cases import TIMING
+from ..collect import Rubric, load_rubric
+from ..expected import Recorder, Replay
+from ..reference import Reference
+from ..run import grade
+from ..submission import open_submission
+from .notebooks import Handout, write_notebook
+from .starter import render_starter
+
+PACKAGE = Path(__file__).resolve().parents[1]
+EXPECTED = "expected.bin"
+
+PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs."""
+from pathlib import Path
+
+import pytest
+
+from autograder.collect import load_rubric
+from autograder.run import grade
+from autograder.submission import open_submission
+
+RUBRIC = load_rubric(Path(__file__).with_name("grading.yaml"))
+CASES = [case for component in RUBRIC.components for case in component.cases]
+
+
+@pytest.fixture(scope="session")
+def results(tmp_path_factory):
+    """Each component graded once, on the .py files beside this one, when its first case runs."""
+    graded = {}
+
+    def result(case):
+        if case.component not in graded:
+            submission = open_submission(Path(__file__).parent, tmp_path_factory.mktemp(case.component))
+            run = grade(RUBRIC, submission, secret="local", component_ids=[case.component], visible_only=True)
+            graded[case.component] = {r.case.name: r for r in run.results}
+        return graded[case.component][case.name]
+
+    return result
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.number} {c.component}: {c.name}" for c in CASES])
+def test_visible_case(case, results):
+    outcome = results(case)
+    assert outcome.passed, outcome.output
+'''
+
+README = """# {course}: {title}
+
+This folder is your starting point. It holds:
+
+| path | what |
+| --- | --- |
+{files}| `handouts/` | the handout of each component |
+| `notebooks/` | the same starter code as Jupyter notebooks, with the handout in between |
+| `grading.yaml`, `expected.bin`, `autograder/`, `test_visible.py` | the visible cases and the grader that runs them; do not edit |
+
+## Set up (Linux, Python 3.11 or later)
+
+```
+python3 -m venv .venv && . .venv/bin/activate
+pip install -r requirements.txt
+```
+
+## Check your work
+
+```
+python -m autograder check            # every component
+python -m autograder check ngram      # one component
+pytest                                # the same cases, as pytest tests
+```
+
+These run the visible cases exactly as the grader does: in a separate, walled-off process, with the
+grader's own feedback. {not_here} more cases run only when you submit (hidden cases, and the timing
+cases that race your code against the reference's), so passing here does not mean full marks.
+
+To work in a notebook instead, open `notebooks/<file>.ipynb`, save it, and run its last cell; or run
+`python -m autograder check --dir notebooks`.
+
+## Submit
+
+Upload the `.py` files (or the `.ipynb` notebooks, one per file) to Gradescope.
+"""
+
+
+class BundleError(ValueError):
+    """The bundle cannot be built; the message says why."""
+
+
+def select_components(rubric: Rubric, part: str | None) -> list:
+    """Every component, or those of one part, given by its number (1, 2...) or its name."""
+    if part is None:
+        return rubric.components
+    parts = list(dict.fromkeys(c.part for c in rubric.components))
+    chosen = parts[int(part) - 1] if part.isdigit() and 0 < int(part) <= len(parts) else part
+    if chosen not in parts:
+        raise BundleError(f"no part {part!r}; expected a number from 1 to {len(parts)} or one of: " + "; ".join(parts))
+    return [c for c in rubric.components if c.part == chosen]
+
+
+def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
+    """Build the bundle in a temporary folder, prove it, then move it to `out` (which must not exist or be empty)."""
+    if rubric.solutions_dir is None:
+        raise BundleError(f"{rubric.path.name} is itself a student bundle; release from the course's rubric")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BundleError(f"{out} already exists and is not an empty folder; choose a new one")
+    components = select_components(rubric, part)
+    projects = rubric.path.parent
+    starter = render_starter(rubric.solutions_dir)
+    with tempfile.TemporaryDirectory(prefix="autograder-bundle-") as scratch:
+        work = Path(scratch) / "bundle"
+        work.mkdir()
+        files = sorted({c.file for c in components})
+        for file in files:
+            (work / file).write_text(starter[file])
+        _copy_handouts(projects / "assignments", work / "handouts", components)
+        (work / "notebooks").mkdir()
+        for file in files:
+            held = [c for c in components if c.file == file]
+            write_notebook(work / "notebooks", file, starter[file], [Handout(c.id, c.title, (work / "handouts" / f"{c.id}.md").read_text()) for c in held])
+        shutil.copytree(PACKAGE, work / "autograder", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copy(projects / "constraints.txt", work / "requirements.txt")
+        (work / "test_visible.py").write_text(PYTEST_FILE)
+        (work / "pytest.ini").write_text("[pytest]\naddopts = -q\ntestpaths = test_visible.py\n")
+        bundle_rubric = _write_rubric(rubric, components, work / "grading.yaml")
+        summary = _record(rubric, bundle_rubric, components, work / EXPECTED, Path(scratch))
+        title = components[0].part if part else "all parts"
+        listed = "".join(f"| `{f}` | starter code: fill in the bodies marked `raise NotImplementedError` |\n" for f in files)
+        (work / "README.md").write_text(README.format(course=rubric.course, title=title, files=listed, not_here=summary["not_here"]))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists():
+            out.rmdir()
+        shutil.move(str(work), out)
+    return {**summary, "files": files, "components": [c.id for c in components]}
+
+
+def _copy_handouts(source: Path, target: Path, components) -> None:
+    target.mkdir()
+    for c in components:
+        handout = source / f"{c.id}.md"
+        if not handout.is_file():
+            raise BundleError(f"no handout for component {c.id}: {handout} is missing")
+        shutil.copy(handout, target / handout.name)
+
+
+def _bundle_cases(component) -> list:
+    return [c for c in component.cases if c.visible and c.check not in TIMING]
+
+
+def _write_rubric(rubric: Rubric, components, path: Path) -> Rubric:
+    """The course's rubric, cut down to the visible cases, each keeping its number, and pointing at the recording."""
+    spec = yaml.safe_load(rubric.path.read_text())
+    ids = [c.id for c in components]
+    spec["solutions"], spec["expected"] = None, EXPECTED
+    spec["parts"] = [dict(p, components=[c for c in p["components"] if c in ids]) for p in spec["parts"]]
+    spec["parts"] = [p for p in spec["parts"] if p["components"]]
+    spec["components"] = {c.id: _component_spec(spec["components"][c.id], c) for c in components}
+    path.write_text("# The visible cases of this release, generated by `autograder release`; do not edit.\n"
+                    + yaml.safe_dump(spec, sort_keys=False, width=200))
+    return load_rubric(path)  # exactly as the student's copy will load
+
+
+def _component_spec(raw: dict, component) -> dict:
+    kept = {c.name: c for c in _bundle_cases(component)}
+    if not kept:
+        raise BundleError(f"component {component.id} has no visible case to release; make at least one visible")
+    cases = [dict(spec, number=kept[spec["name"]].number) for spec in raw["cases"] if spec["name"] in kept]
+    return dict(raw, cases=cases, not_here=len(component.cases) - len(cases))
+
+
+def _record(rubric: Rubric, bundle_rubric: Rubric, components, path: Path, scratch: Path) -> dict:
+    """Grade the reference solutions as the student on the bundle's cases, recording; then replay the
+    recording against them: every case must pass both times."""
+    live = dataclasses.replace(bundle_rubric, solutions_dir=rubric.solutions_dir, expected=None)
+    ids = [c.id for c in components]
+    recorder = Recorder(Reference(rubric.solutions_dir))
+    recorded = grade(live, open_submission(rubric.solutions_dir, scratch / "recorded"), secret="release", component_ids=ids,
+                     visible_only=True, expected=recorder)
+    _all_pass(recorded, "while recording")
+    recorder.save(path)
+    replayed = grade(bundle_rubric, open_submission(rubric.solutions_dir, scratch / "replayed"), secret="release",
+                     component_ids=ids, visible_only=True, expected=Replay(path))
+    _all_pass(replayed, "when its recording was replayed")
+    return {"cases": len(replayed.results), "not_here": replayed.hidden_not_run, "seconds": recorded.seconds + replayed.seconds,
+            "bytes": path.stat().st_size, "isolation": recorded.isolation.get("tier")}
+
+
+def _all_pass(run, when: str) -> None:
+    failed = [r for r in run.results if not r.passed]
+    if failed:
+        raise BundleError(f"the reference solutions fail {len(failed)} visible case(s) {when}: "
+                          + "; ".join(f"{r.case.number} {r.case.name}: {r.output}" for r in failed[:5]))

@@ -1,0 +1,264 @@
+"""The student bundle: what `autograder release --out` writes, that it leaks nothing, and that its
+visible cases, replayed from the recording, say exactly what the grader says."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
+
+from autograder.cases import TIMING
+from autograder.collect import load_rubric
+from autograder.expected import Diverged, Recorder, Replay
+from autograder.reference import Reference
+from autograder.run import grade
+from autograder.submission import open_submission
+
+RELEASED = {"README.md", "requirements.txt", "grading.yaml", "expected.bin", "autograder", "handouts", "notebooks",
+            "test_visible.py", "pytest.ini"}
+
+
+def release(out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def in_bundle(bundle: Path, *args: str) -> subprocess.CompletedProcess:
+    """A command run the way a student runs it: from the bundle, with the bundle's own grader package."""
+    return subprocess.run([sys.executable, *args], cwd=bundle, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """The whole course's bundle."""
+    out = tmp_path_factory.mktemp("release") / "bundle"
+    proc = release(out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def part1(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "part1"
+    proc = release(out, "--part", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all pass" in proc.stdout
+    return out
+
+
+def test_the_bundle_holds_starter_handouts_notebooks_and_the_visible_cases_only(bundle, rubric):
+    files = {c.file for c in rubric.components}
+    assert {p.name for p in bundle.iterdir()} == RELEASED | files
+    for file in files:
+        assert (bundle / file).read_text() == (ROOT / "starter" / file).read_text()
+        nbformat.validate(nbformat.read(bundle / "notebooks" / file.replace(".py", ".ipynb"), as_version=4))
+    assert {p.name for p in (bundle / "handouts").iterdir()} == {f"{c.id}.md" for c in rubric.components}
+    spec = yaml.safe_load((bundle / "grading.yaml").read_text())
+    assert spec["solutions"] is None and spec["expected"] == "expected.bin"
+    released = load_rubric(bundle / "grading.yaml")
+    for component in rubric.components:
+        want = [(c.number, c.name) for c in component.cases if c.visible and c.check not in TIMING]
+        got = released.component(component.id)
+        assert [(c.number, c.name) for c in got.cases] == want
+        assert got.not_here == len(component.cases) - len(want)
+
+
+def solution_bodies() -> dict[str, str]:
+    """Every solution function's body, docstring dropped, in ast.unparse's normal form."""
+    bodies = {}
+    for path in sorted(SOLUTIONS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+                text = "\n".join(ast.unparse(s) for s in body)
+                if "NotImplementedError" not in text and len(text) > 20:
+                    bodies[f"{path.name}:{node.name}"] = text
+    return bodies
+
+
+def solution_lines() -> set[str]:
+    """The lines between the solution markers that no public text holds: the starter's docstrings, the
+    handouts and the grader's own checks state some formulas on purpose (c_t = f * c_prev + i * g)."""
+    public = "\n".join(p.read_text() for folder in ("starter", "assignments", "autograder") for p in (ROOT / folder).rglob("*.[pm][yd]"))
+    lines = set()
+    for path in SOLUTIONS.glob("*.py"):
+        for region in re.findall(r"# BEGIN SOLUTION\n(.*?)# END SOLUTION", path.read_text(), re.S):
+            lines |= {line.split("  #")[0].strip() for line in region.splitlines()}
+    return {line for line in lines if len(line) >= 24 and not line.startswith("#") and line not in public}
+
+
+def bundle_texts(bundle: Path) -> dict[str, tuple[str, list[str]]]:
+    """Every file a student can read in the bundle, by path: (its text, the Python sources in it), a
+    notebook as its cells' sources."""
+    texts = {}
+    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        name = str(path.relative_to(bundle))
+        if path.suffix == ".ipynb":
+            cells = nbformat.read(path, as_version=4).cells
+            texts[name] = ("\n".join(c.source for c in cells), [c.source for c in cells if c.cell_type == "code"])
+        else:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            texts[name] = (text, [text] if path.suffix == ".py" else [])
+    return texts
+
+
+def function_bodies(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {"\n".join(ast.unparse(s) for s in f.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)))
+            for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def leaks(bundle: Path) -> list[str]:
+    """Solution function bodies (as code, in any Python file or notebook cell) and solution lines (as text,
+    anywhere, the recording included) found in the bundle."""
+    bodies, lines, found = solution_bodies(), solution_lines(), []
+    for name, (text, sources) in bundle_texts(bundle).items():
+        held = set().union(*(function_bodies(source) for source in sources))
+        found += [f"{name} holds the body of {where}" for where, body in bodies.items() if body in held]
+        found += [f"{name} holds the solution line {line!r}" for line in lines if line in text]
+    return found
+
+
+def test_no_solution_code_appears_anywhere_in_the_bundle(bundle):
+    assert len(solution_bodies()) >= 30 and len(solution_lines()) >= 100  # the scan has something to look for
+    assert leaks(bundle) == []
+
+
+def test_the_leak_scan_finds_a_planted_solution(bundle, tmp_path):
+    """The scan above can fail: a solution function pasted into a notebook, or one solution line into a handout."""
+    copy = tmp_path / "copy"
+    shutil.copytree(bundle, copy)
+    notebook = nbformat.read(copy / "notebooks" / "lstm.ipynb", as_version=4)
+    solution = (SOLUTIONS / "lstm.py").read_text()
+    notebook.cells.append(nbformat.v4.new_code_cell(solution[solution.index("def lstm_step"):solution.index("def lstm_forward")]))
+    nbformat.write(notebook, copy / "notebooks" / "lstm.ipynb")
+    line = sorted(solution_lines())[0]
+    with open(copy / "handouts" / "ngram.md", "a") as handout:
+        handout.write(f"\n    {line}\n")
+    found = leaks(copy)
+    assert any("lstm.py:lstm_step" in f for f in found), found
+    assert any(repr(line) in f for f in found), found
+
+
+def test_check_in_the_bundle_fails_the_starter_cleanly(bundle, rubric):
+    proc = in_bundle(bundle, "-m", "autograder", "check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "grader itself failed" not in proc.stdout and "Traceback" not in proc.stderr
+    for component in rubric.components:
+        visible = sum(c.points for c in component.cases if c.visible and c.check not in TIMING)
+        assert f"{component.id}: 0 / {visible:g}" in proc.stdout
+
+
+def test_check_in_the_bundle_passes_the_solutions_and_reads_the_notebooks(part1, bundle, tmp_path):
+    """The release already replayed every case against the solutions in-process; here the student's
+    path: the bundle's own grader package, run from the bundle (part 1, to keep it quick)."""
+    copy = tmp_path / "student"
+    shutil.copytree(part1, copy)
+    for name in ("ngram.py", "backprop.py"):
+        shutil.copy(SOLUTIONS / name, copy / name)
+    proc = in_bundle(copy, "-m", "autograder", "check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for component in load_rubric(part1 / "grading.yaml").components:
+        visible = sum(c.points for c in component.cases)
+        assert f"{component.id}: {visible:g} / {visible:g}" in proc.stdout
+    notebooks = in_bundle(bundle, "-m", "autograder", "check", "causal_mask", "--dir", "notebooks")
+    assert notebooks.returncode == 0 and "causal_mask: 0 /" in notebooks.stdout, notebooks.stdout + notebooks.stderr
+
+
+def test_pytest_in_the_bundle_runs_the_visible_cases(part1, tmp_path):
+    starter = in_bundle(part1, "-m", "pytest")
+    assert starter.returncode == 1 and "Not implemented yet" in starter.stdout, starter.stdout[-2000:]
+    copy = tmp_path / "student"
+    shutil.copytree(part1, copy)
+    for name in ("ngram.py", "backprop.py"):
+        shutil.copy(SOLUTIONS / name, copy / name)
+    solved = in_bundle(copy, "-m", "pytest")
+    cases = len(load_rubric(part1 / "grading.yaml").components[0].cases) + len(load_rubric(part1 / "grading.yaml").components[1].cases)
+    assert solved.returncode == 0 and f"{cases} passed" in solved.stdout, solved.stdout[-2000:]
+
+
+def without_training(rubric):
+    """The training cases take half a minute and say nothing about replay that the others do not."""
+    return dataclasses.replace(rubric, components=[dataclasses.replace(c, cases=[k for k in c.cases if k.check != "transformer.training"])
+                                                   for c in rubric.components])
+
+
+# (file, anchor, replacement): mistakes whose visible feedback the bundle must repeat word for word
+MISTAKES = [
+    ("ngram.py", "return [BOS] * (n - 1) + list(tokens) + [EOS]", "return [BOS] * n + list(tokens) + [EOS]"),
+    ("attention.py", "scores = Q @ K.transpose(-2, -1) / math.sqrt(dk)", "scores = Q @ K.transpose(-2, -1)"),
+    ("transformer.py", "            logits = logits / temperature", "            logits = logits"),
+    ("lstm.py", "i, f, g, o = gates.chunk(4, dim=-1)", "i, f, o, g = gates.chunk(4, dim=-1)"),
+]
+
+
+@pytest.mark.parametrize("file, old, new", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_replayed_cases_say_what_the_grader_says(bundle, rubric, tmp_path, file, old, new):
+    variant = solutions_with(tmp_path, file, old, new)
+    ids = [c.id for c in rubric.components if c.file == file]
+    live = grade_folder(without_training(rubric), variant, tmp_path / "live", component_ids=ids, visible_only=True)
+    released = without_training(load_rubric(bundle / "grading.yaml"))
+    replayed = grade(released, open_submission(variant, tmp_path / "replayed"), secret="local", component_ids=ids)
+    want = {r.case.name: (r.passed, r.output) for r in live.results if r.case.check not in TIMING}
+    got = {r.case.name: (r.passed, r.output) for r in replayed.results if r.case.name in want}
+    assert not all(passed for passed, _ in want.values())  # the mistake shows in the visible cases
+    assert got == want
+
+
+def test_a_replay_asked_for_what_it_did_not_record_fails_the_case(rubric, tmp_path):
+    """The same t.expect call with other integers or strings in what it closes over (a student's sampled
+    tokens steering the check) is not in the recording, nor is any call of another case."""
+    first, second = rubric.component("ngram").cases[:2]
+
+    def padded(tokens):
+        return lambda ref: ref.ngram.pad_sentence(tokens, 2)
+
+    rng = np.random.default_rng(0)
+    recorder = Recorder(Reference(SOLUTIONS))
+    recorder.for_case(first).expect(rng, padded(["a", "b"]))
+    recorder.save(tmp_path / "expected.bin")
+    replay = Replay(tmp_path / "expected.bin")
+    assert replay.for_case(first).expect(rng, padded(["a", "b"])) == ["<s>", "a", "b", "</s>"]
+    with pytest.raises(Diverged, match="recorded only for the reference's outputs"):
+        replay.for_case(first).expect(rng, padded(["a", "c"]))
+    with pytest.raises(Diverged):
+        replay.for_case(second).expect(rng, padded(["a", "b"]))
+
+
+def test_release_refuses_a_used_folder_and_an_unknown_part(tmp_path):
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "notes.txt").write_text("mine")
+    proc = release(used)
+    assert proc.returncode == 2 and "not an empty folder" in proc.stdout
+    assert (used / "notes.txt").read_text() == "mine"
+    proc = release(tmp_path / "new", "--part", "9")
+    assert proc.returncode == 2 and "no part '9'" in proc.stdout and not (tmp_path / "new").exists()
+
+
+def test_a_bundle_cannot_release_itself(part1, tmp_path):
+    proc = in_bundle(part1, "-m", "autograder", "release", "--out", str(tmp_path / "again"))
+    assert proc.returncode == 2 and "is itself a student bundle" in proc.stdout
+
+
+def test_the_recording_is_data_only(bundle):
+    """expected.bin is one wire frame: JSON whose only tags are plain data, and raw array bytes; never pickle."""
+    data = (bundle / "expected.bin").read_bytes()
+    header = json.loads(data[4:4 + int.from_bytes(data[:4], "little")])
+    tags = set(re.findall(r'"(__[a-z]+__)"', json.dumps(header)))
+    assert tags <= {"__dict__", "__tuple__", "__set__", "__tensor__", "__ndarray__", "__npscalar__", "__float__"}, tags
+    assert len(header["cases"]) == len(load_rubric(bundle / "grading.yaml").components[0].cases) + sum(
+        len(c.cases) for c in load_rubric(bundle / "grading.yaml").components[1:])

@@ -1,0 +1,176 @@
+"""The Gradescope autograder zip, built by the command line and run as Gradescope runs it: unpacked
+into a root's source/, setup.sh once (real pip, from this machine's configured indexes), then
+run_autograder per submission, its results.json checked against Gradescope's results format."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+from attacks import tier
+from conftest import ROOT, SOLUTIONS
+
+SCRIPTS = ("setup.sh", "run_autograder")
+FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
+VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
+NUMBER = {"type": "number"}
+# Gradescope's results.json (gradescope-autograders.readthedocs.io/en/latest/specs/). The top-level
+# score may be left out only when every test has one; max_score is report.py's own addition.
+RESULTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "score": NUMBER,
+        "max_score": NUMBER,
+        "execution_time": {"type": "number", "minimum": 0},
+        "output": {"type": "string"},
+        "output_format": FORMAT,
+        "test_output_format": FORMAT,
+        "test_name_format": FORMAT,
+        "visibility": VISIBILITY,
+        "stdout_visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "score": NUMBER, "max_score": NUMBER, "status": {"enum": ["passed", "failed"]},
+                "name": {"type": "string"}, "name_format": FORMAT, "number": {"type": "string"},
+                "output": {"type": "string"}, "output_format": FORMAT, "tags": {"type": "array", "items": {"type": "string"}},
+                "visibility": VISIBILITY, "extra_data": {"type": "object"},
+            },
+            "additionalProperties": False,
+        }},
+        "leaderboard": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "value": {"type": ["number", "string"]}, "order": {"enum": ["asc", "desc"]}},
+            "required": ["name", "value"],
+        }},
+    },
+    "additionalProperties": False,
+    "anyOf": [{"required": ["score"]}, {"required": ["tests"], "properties": {"tests": {"items": {"required": ["score"]}}}}],
+}
+
+
+def build(out: Path) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "autograder", "--config", str(ROOT / "grading.yaml"), "gradescope", "build", "--out", str(out)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def results_of(root: Path) -> dict:
+    data = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    return data
+
+
+@pytest.fixture(scope="module")
+def required() -> str:
+    return tier().name
+
+
+@pytest.fixture(scope="module")
+def env(required):
+    """The scripts' environment: pip's configured indexes only (this machine reaches no PyTorch index); as
+    root, the scripts' own default tier (root) is the one tested."""
+    return {**os.environ, "AUTOGRADER_TORCH_INDEX": "", **({} if required == "root" else {"AUTOGRADER_REQUIRE_TIER": required})}
+
+
+@pytest.fixture(scope="module")
+def built_zip(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gradescope") / "autograder.zip"
+    proc = build(out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def setup(built_zip, env):
+    """A Gradescope root after setup.sh: the zip unpacked into source/ (unzip applies the entries' modes),
+    run_autograder copied next to it, and setup.sh's output."""
+    root = Path(tempfile.mkdtemp(prefix="gradescope-"))
+    root.chmod(0o755)  # as /autograder is: the student uid of the root tier walks through it to the venv's Python
+    try:
+        (root / "source").mkdir()
+        subprocess.run(["unzip", "-q", str(built_zip)], cwd=root / "source", check=True)
+        shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+        proc = subprocess.run([root / "source" / "setup.sh"], cwd=root / "source", env={**env, "AUTOGRADER_ROOT": str(root)},
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        yield root, proc.stdout
+    finally:
+        shutil.rmtree(root)
+
+
+def run_autograder(script: Path, root: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([script], cwd=root, env={**env, "AUTOGRADER_ROOT": str(root)}, capture_output=True, text=True, timeout=600)
+
+
+def test_zip_holds_what_grading_needs_and_a_fresh_secret(built_zip, tmp_path):
+    with zipfile.ZipFile(built_zip) as zf:
+        infos = {i.filename: i for i in zf.infolist()}
+        content = {name: zf.read(name) for name in infos}
+    assert {name.split("/")[0] for name in infos} == {*SCRIPTS, "grading.yaml", "secret.txt", "pyproject.toml", "constraints.txt",
+                                                        "autograder", "solutions"}
+    package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py") if "__pycache__" not in p.parts}
+    assert package | {"autograder/cases/data/corpus.txt", *(f"autograder/release/gradescope/{s}" for s in SCRIPTS)} <= set(infos)
+    assert not [name for name in infos if "__pycache__" in name or name.endswith(".pyc")]
+    assert {name for name in infos if name.startswith("solutions/")} == {f"solutions/{p.name}" for p in SOLUTIONS.glob("*.py")}
+    assert content["grading.yaml"] == (ROOT / "grading.yaml").read_bytes()
+    assert {name: info.external_attr >> 16 for name, info in infos.items()} == {
+        name: 0o100755 if name in SCRIPTS else 0o100644 for name in infos}
+    assert len(content["secret.txt"].strip()) == 64
+
+    proc = build(tmp_path / "again.zip")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with zipfile.ZipFile(tmp_path / "again.zip") as zf:
+        again = {name: zf.read(name) for name in zf.namelist()}
+    assert list(again) == list(content)  # the same entries in the same order
+    assert [name for name in content if again[name] != content[name]] == ["secret.txt"]
+
+
+def test_setup_proves_the_tier(setup, required):
+    root, output = setup
+    assert f"setup.sh: isolation: {required} (" in output
+    assert os.access(root / "venv" / "bin" / "autograder", os.X_OK)
+
+
+def test_run_autograder_grades_a_submission(setup, env, rubric, required):
+    root, _ = setup
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    (root / "submission").mkdir()
+    shutil.copy(SOLUTIONS / "ngram.py", root / "submission")
+    (root / "submission" / "backprop.py").write_text("def softmax(x:\n")  # a syntax error; the rest missing
+    proc = run_autograder(root / "run_autograder", root, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = results_of(root)
+    assert data["extra_data"]["isolation"]["tier"] == required
+    assert data["score"] == sum(c.points for c in rubric.component("ngram").cases)
+    assert data["max_score"] == sum(c.points for comp in rubric.components for c in comp.cases)
+    assert all(t["status"] == "passed" for t in data["tests"] if t["tags"] == ["ngram"])
+    assert any("SyntaxError" in t["output"] for t in data["tests"] if t["tags"] == ["backprop"])
+
+
+def test_a_grader_that_refuses_keeps_its_own_results(setup, env):
+    """No submission: the grader writes why it could not grade, and run_autograder leaves that alone."""
+    root, _ = setup
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    proc = run_autograder(root / "run_autograder", root, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = results_of(root)
+    assert data["score"] == 0 and "does not exist" in data["output"]
+
+
+def test_without_a_venv_the_results_still_say_zero(setup, env, tmp_path):
+    """setup.sh never ran here: the grader cannot start, so run_autograder writes the zero score itself,
+    over what an earlier run left."""
+    root, _ = setup
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "results.json").write_text('{"score": 100}')
+    proc = run_autograder(root / "run_autograder", tmp_path, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = results_of(tmp_path)
+    assert data["score"] == 0 and data["tests"] == []
+    assert "failed before it could grade" in data["output"] and "exit status 127" in data["output"]
