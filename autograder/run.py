@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from .cases import CHECKS, TIMING
 from .collect import Case, Component, Rubric
+from .expected import Live, Replay
 from .forbidden import scan_submission
 from .judge import CaseFailed
-from .expected import Live, Replay
 from .reference import Reference
 from .sandbox import reaper
 from .sandbox.process import BadReply, CallTimeout, Limits, StudentRaised, WorkerFailure
