@@ -70,7 +70,7 @@ This folder is your starting point. It holds:
 | path | what |
 | --- | --- |
 {files}| `handouts/` | the handout of each component |
-| `notebooks/` | the same starter code as Jupyter notebooks, with the handout in between |
+| `notebooks/` | the same starter code as Jupyter notebooks, after the handout, with a cell that runs the checks |
 | `grading.yaml`, `expected.bin`, `autograder/`, `test_visible.py` | the visible cases and the grader that runs them; do not edit |
 
 ## Set up (Linux, Python 3.11 or later)
