@@ -108,7 +108,7 @@ def scan_tampering(path: Path) -> list[str]:
 def _parse(path: Path) -> ast.Module | None:
     try:
         return ast.parse(path.read_bytes(), filename=path.name)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # the worker reports what it cannot import
         return None
 
 

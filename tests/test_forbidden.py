@@ -1,6 +1,8 @@
 """Forbidden modules fail their component, found statically and at run time."""
+import shutil
+
 import pytest
-from conftest import grade_folder, scores_by_component, solutions_with
+from conftest import SOLUTIONS, grade_folder, scores_by_component, solutions_with
 
 from autograder.forbidden import scan_forbidden
 
@@ -63,3 +65,14 @@ def test_static_scan_names_forbidden_calls_and_private_kernels(tmp_path):
     calls = ["torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNNCell", "torch._VF.lstm_cell"]
     assert scan_forbidden(source, [], calls) == [
         "line 3: use of torch.nn.GRU", "line 6: use of torch.nn.LSTM", "line 7: use of torch._VF", "line 8: use of torch.nn.RNNCell"]
+
+
+def test_a_file_too_deep_to_parse_fails_its_component_only(rubric, tmp_path):
+    """ast.parse raises MemoryError on 100,000 nested unary minuses; the scan must leave the verdict to the worker."""
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    (folder / "ngram.py").write_text("x = " + "-" * 100_000 + "1\n")
+    shutil.copy(SOLUTIONS / "backprop.py", folder / "backprop.py")
+    run = grade_folder(rubric, folder, tmp_path, component_ids=["ngram", "backprop"])
+    assert all(not r.passed and "MemoryError" in r.output for r in run.results if r.case.component == "ngram")
+    assert all(r.passed for r in run.results if r.case.component == "backprop")
