@@ -12,8 +12,9 @@ from pathlib import Path
 from rich.console import Console
 
 from .collect import RubricError, load_rubric
+from .release import ReleaseError
 from .release.bundle import BundleError, write_bundle
-from .release.gradescope import GradescopeError, build_zip
+from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import failure_json, print_table, results_json, write_results
 from .run import grade
@@ -113,7 +114,7 @@ def cmd_release(args, console: Console) -> int:
             console.print("starter/ is up to date with solutions/")
             return 0
         written = write_starter(rubric.solutions_dir, starter_dir)
-    except (RubricError, StarterError, BundleError, SubmissionError, OSError) as exc:
+    except (RubricError, StarterError, ReleaseError, SubmissionError, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return USAGE_ERROR
     console.print(f"wrote {', '.join(written)} to {starter_dir}", highlight=False)
@@ -124,7 +125,7 @@ def cmd_gradescope(args, console: Console) -> int:
     out = Path(args.out)
     try:
         names = build_zip(load_rubric(Path(args.config)), out)
-    except (RubricError, GradescopeError, OSError) as exc:
+    except (RubricError, ReleaseError, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return USAGE_ERROR
     console.print(f"wrote {out} ({len(names)} files, {out.stat().st_size / 1e6:.1f} MB) with a new secret: upload it as the "

@@ -120,7 +120,8 @@ class Replay:
     """A student bundle: the values a `Recorder` saved."""
 
     def __init__(self, path: Path):
-        header, self.blobs = _unpack(path.read_bytes())
+        with open(path, "rb") as f:
+            header, self.blobs = wire.read_frame(f.fileno())
         self.cases: dict[str, list] = header["cases"]
 
     def for_case(self, case) -> _CaseReplay:
@@ -195,12 +196,3 @@ def _evaluate(hint):
     except Exception:  # a hint that cannot be computed for these inputs never matches, live or replayed
         return None
 
-
-def _unpack(data: bytes) -> tuple[dict, list[bytes]]:
-    length = int.from_bytes(data[:4], "little")
-    header = json.loads(data[4:4 + length])
-    blobs, at = [], 4 + length
-    for size in header["blobs"]:
-        blobs.append(data[at:at + size])
-        at += size
-    return header, blobs

@@ -18,7 +18,14 @@ from pathlib import Path, PurePosixPath
 from .collect import COMPONENT_FILES
 
 API_FILES = frozenset(COMPONENT_FILES.values())
-NOTEBOOKS = frozenset(f.removesuffix(".py") + ".ipynb" for f in API_FILES)
+
+
+def notebook_name(file: str) -> str:
+    """The notebook that may stand for component file `file`: ngram.py -> ngram.ipynb."""
+    return file.removesuffix(".py") + ".ipynb"
+
+
+NOTEBOOKS = frozenset(notebook_name(f) for f in API_FILES)
 MAX_FILE_BYTES = 1 << 20
 MAX_NOTEBOOK_BYTES = 16 << 20  # outputs and images make notebooks far larger than their code
 MAX_ZIP_BYTES = 64 << 20

@@ -23,10 +23,10 @@ from ..expected import Recorder, Replay
 from ..reference import Reference
 from ..run import grade
 from ..submission import open_submission
+from . import PROJECT, ReleaseError, package_files
 from .notebooks import Handout, write_notebook
 from .starter import render_starter
 
-PACKAGE = Path(__file__).resolve().parents[1]
 EXPECTED = "expected.bin"
 
 PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs."""
@@ -101,7 +101,7 @@ Upload the `.py` files (or the `.ipynb` notebooks, one per file) to Gradescope.
 """
 
 
-class BundleError(ValueError):
+class BundleError(ReleaseError):
     """The bundle cannot be built; the message says why."""
 
 
@@ -136,7 +136,10 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
         for file in files:
             held = [c for c in components if c.file == file]
             write_notebook(work / "notebooks", file, starter[file], [Handout(c.id, c.title, (work / "handouts" / f"{c.id}.md").read_text()) for c in held])
-        shutil.copytree(PACKAGE, work / "autograder", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for path in package_files():
+            copy = work / path.relative_to(PROJECT)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, copy)
         shutil.copy(projects / "constraints.txt", work / "requirements.txt")
         (work / "test_visible.py").write_text(PYTEST_FILE)
         (work / "pytest.ini").write_text("[pytest]\naddopts = -q\ntestpaths = test_visible.py\n")

@@ -9,21 +9,19 @@ time: hidden inputs stay the same for every submission and regrade of this relea
 from __future__ import annotations
 
 import secrets
-import tomllib
 import zipfile
 from pathlib import Path
 
 from ..collect import Rubric
+from . import PROJECT, ReleaseError, package_files
 
 TEMPLATES = Path(__file__).with_name("gradescope")
-PACKAGE = Path(__file__).resolve().parents[1]
-PROJECT = PACKAGE.parent
 SCRIPTS = ("setup.sh", "run_autograder")
 SECRET = "secret.txt"  # run_autograder passes it as --secret-file
 EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest zip date: entries carry no build time
 
 
-class GradescopeError(Exception):
+class GradescopeError(ReleaseError):
     """The zip cannot be built from here; the message says why."""
 
 
@@ -35,15 +33,10 @@ def release_files(rubric: Rubric) -> dict[str, Path]:
     rubric_dir = rubric.path.parent.resolve()
     if not rubric.solutions_dir.is_relative_to(rubric_dir):
         raise GradescopeError(f"the solutions ({rubric.solutions_dir}) must lie inside the rubric's folder {rubric_dir}")
-    pyproject = PROJECT / "pyproject.toml"
-    if not pyproject.is_file():
-        raise GradescopeError(f"no pyproject.toml next to the grader's package {PACKAGE}: build from the project's checkout")
-    data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]["autograder"]
-    package = {p for pattern in ["**/*.py", *data] for p in PACKAGE.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}
     solutions = rubric.solutions_dir.relative_to(rubric_dir)
     files = {name: TEMPLATES / name for name in SCRIPTS}
-    files |= {"grading.yaml": rubric.path, "pyproject.toml": pyproject, "constraints.txt": PROJECT / "constraints.txt"}
-    files |= {p.relative_to(PROJECT).as_posix(): p for p in package}
+    files |= {p.relative_to(PROJECT).as_posix(): p for p in package_files()}
+    files |= {"grading.yaml": rubric.path, "pyproject.toml": PROJECT / "pyproject.toml", "constraints.txt": PROJECT / "constraints.txt"}
     # The grader loads reference modules as solutions/<name>.py; nothing else there (verify's mistakes.yaml) grades.
     files |= {(solutions / p.name).as_posix(): p for p in rubric.solutions_dir.glob("*.py")}
     return files

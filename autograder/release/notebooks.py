@@ -17,7 +17,7 @@ from typing import NamedTuple
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from ..submission import CHECK_TAG
+from ..submission import CHECK_TAG, notebook_name
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 KERNEL = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
@@ -56,10 +56,6 @@ def write_notebook(folder: Path, file: str, source: str, handouts: Sequence[Hand
     path = folder / notebook_name(file)
     nbformat.write(render_notebook(file, source, handouts), path)
     return path
-
-
-def notebook_name(file: str) -> str:
-    return file.removesuffix(".py") + ".ipynb"
 
 
 def _sections(markdown: str) -> list[str]:
