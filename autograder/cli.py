@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from .collect import RubricError, load_rubric
-from .release import ReleaseError
+from .release import ReleaseError, stale_rules, write_rules
 from .release.bundle import BundleError, write_bundle
 from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
@@ -107,16 +107,21 @@ def cmd_release(args, console: Console) -> int:
             raise BundleError("--part selects what goes into a student bundle; give --out DIR too")
         starter_dir = rubric.path.parent / "starter"
         if args.check:
-            stale = stale_starter(rubric.solutions_dir, starter_dir)
-            if stale:
-                console.print(f"starter/ is out of date with solutions/: {', '.join(stale)}; run `autograder release`", highlight=False)
+            rules = stale_rules(rubric)
+            starter = [f"starter/{name}" for name in stale_starter(rubric.solutions_dir, starter_dir)]
+            if rules or starter:
+                console.print(f"out of date: {', '.join(rules + starter)} (the rules from grading.yaml and the grader's scans, "
+                              "the starter from solutions/); run `autograder release`", highlight=False)
                 return 1
-            console.print("starter/ is up to date with solutions/")
+            console.print("starter/ is up to date with solutions/, and the rules in the handouts and solutions with grading.yaml")
             return 0
+        rules = write_rules(rubric)
         written = write_starter(rubric.solutions_dir, starter_dir)
     except (RubricError, StarterError, ReleaseError, SubmissionError, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return USAGE_ERROR
+    if rules:
+        console.print(f"rewrote the rules in {', '.join(rules)}", highlight=False)
     console.print(f"wrote {', '.join(written)} to {starter_dir}", highlight=False)
     return 0
 
@@ -166,8 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to run below this isolation tier")
     c.set_defaults(func=cmd_check)
 
-    r = sub.add_parser("release", help="generate starter/ from solutions/, or with --out the student bundle")
-    r.add_argument("--check", action="store_true", help="fail when starter/ is out of date instead of writing it")
+    r = sub.add_parser("release", help="write the rules into the handouts and solutions, generate starter/ from solutions/, "
+                                        "or with --out the student bundle")
+    r.add_argument("--check", action="store_true", help="fail when starter/ or the rules are out of date instead of writing them")
     r.add_argument("--out", help="write the student bundle here: starter files, handouts, notebooks, the visible cases and how to run them")
     r.add_argument("--part", help="only this part's components (its number, 1, 2..., or its name)")
     r.set_defaults(func=cmd_release)

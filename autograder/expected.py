@@ -1,8 +1,10 @@
 """Expected values: where a check's `t.expect` and its hints get them.
 
-Grading computes them with the reference modules (`Live`). A student bundle holds no reference, so
-`autograder release --out` runs the visible cases once with the reference solutions as the student
-(`Recorder`) and ships what each `t.expect` returned; the bundle's checks replay it (`Replay`).
+Both are lambdas given `ref`, the staff side: the reference solutions (`ref.lstm`) and the grader-only
+oracles and mistake simulators (`ref.oracles.lstm`). Grading computes them with it (`Live`). A student
+bundle holds neither, so `autograder release --out` runs the visible cases once with the reference
+solutions as the student (`Recorder`) and ships what each `t.expect` and each hint returned; the
+bundle's checks replay it (`Replay`).
 
 Only data is recorded (the wire format: no pickle, no code). A reference object (a module, a fitted
 model) replays as a `Ghost`, which a check may only hand on to later `t.expect` calls: a replay never
@@ -13,6 +15,7 @@ the check elsewhere) fails the case and says so.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import types
@@ -22,6 +25,7 @@ import numpy as np
 import torch
 
 from .judge import CaseFailed
+from .rounding import Rounded
 from .sandbox import wire
 
 
@@ -57,7 +61,8 @@ class Live:
         return compute(self.reference)
 
     def hints(self, rng: np.random.Generator, hints: dict | None) -> dict | None:
-        return hints
+        """The judge's hints: each `hint(ref)` bound to the reference, computed only if a comparison fails."""
+        return {name: functools.partial(hint, self.reference) for name, hint in (hints or {}).items()}
 
 
 class Recorder:
@@ -97,7 +102,7 @@ class _CaseRecorder:
         state = rng.bit_generator.state
         self.depth += 1
         try:
-            values = [[name, self._data(_evaluate(hint))] for name, hint in hints.items()]
+            values = [[name, self._data(_evaluate(functools.partial(hint, self.recorder.reference)))] for name, hint in hints.items()]
         finally:
             self.depth -= 1
             rng.bit_generator.state = state  # live grading evaluates hints only after a failure
@@ -110,7 +115,7 @@ class _CaseRecorder:
         blobs = self.recorder.blobs
         kept = len(blobs)
         try:
-            return {"data": wire.encode(value, blobs)}
+            return {"data": wire.encode(_tagged(value), blobs)}
         except wire.WireError:
             del blobs[kept:]
             return None
@@ -128,7 +133,7 @@ class Replay:
         return _CaseReplay(self, iter(self.cases.get(case_key(case), ())))
 
     def value(self, recorded):
-        return Ghost() if recorded is None else wire.decode(recorded["data"], self.blobs)
+        return Ghost() if recorded is None else _untagged(wire.decode(recorded["data"], self.blobs))
 
 
 class _CaseReplay:
@@ -149,6 +154,29 @@ class _CaseReplay:
         if [name for name, _ in entry.get("hints", ())] != list(hints):
             raise Diverged(DIVERGED)
         return {name: (lambda v=self.replay.value(value): v) for name, value in entry["hints"] if value is not None}
+
+
+ROUNDED = "__rounded__"  # a Rounded value travels as {ROUNDED: [truth, dtype, bound]}, a dict of plain data
+
+
+def _tagged(value):
+    if isinstance(value, Rounded):
+        return {ROUNDED: [value.truth, value.dtype, value.bound]}
+    if type(value) in (tuple, list):
+        return type(value)(_tagged(v) for v in value)
+    if type(value) is dict:
+        return {k: _tagged(v) for k, v in value.items()}
+    return value
+
+
+def _untagged(value):
+    if type(value) is dict and list(value) == [ROUNDED]:
+        return Rounded(*value[ROUNDED])
+    if type(value) in (tuple, list):
+        return type(value)(_untagged(v) for v in value)
+    if type(value) is dict:
+        return {k: _untagged(v) for k, v in value.items()}
+    return value
 
 
 def case_key(case) -> str:

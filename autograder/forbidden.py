@@ -3,23 +3,31 @@
 Both scans read the component's file and every submission file it imports
 (`from helpers import go`), so moving a use into a helper does not hide it.
 
-The forbidden scan names the modules and calls a component forbids. The worker
-refuses the same at run time (sandbox/guard.py); this scan names the line even
-when the use sits in a branch the cases never reach. Calls are matched by their
+The forbidden scan names the modules and calls a component forbids, by their
 written form: `nn.LSTM`, `torch.nn.LSTM`, `from torch.nn import LSTM`, and any
 mention of torch's private kernel namespaces when their kernels are forbidden.
+It decides nothing: what costs points is a forbidden module or call actually
+reached, which the worker's guard refuses and records at run time
+(sandbox/guard.py). A name the cases never reach (nanoGPT keeps
+`F.scaled_dot_product_attention` behind `if self.flash:`) costs nothing; run.py
+reports it and flags it for review.
 
-The tamper scan applies to every component. The run-time guard and its record of
-violations live in the worker, the same process as the student's code, so the
-guard is only as good as its isolation from that code: whatever reaches the
-interpreter's own state (the heap, the loaded modules, the import machinery,
-stack frames, a function's globals or closure, code run from a string, attribute
-names computed at run time, raw memory, the grader's own modules) can find the
-guard and switch it off. No solution to these assignments needs any of it, so
-the scan refuses it with the line. It does not flag os, subprocess, socket,
-signal, open or threading: processes, network and files are stopped at run time
-by the OS-level sandbox, and the security tests exercise those defences. It is
-a tripwire on the direct ways in, not a proof that none is left.
+The tamper scan applies to every component, and refuses a file before any of it
+runs. The run-time guard and its record of violations live in the worker, the
+same process as the student's code, so the guard is only as good as its
+isolation from that code: whatever reaches the interpreter's own state (the
+heap, the loaded modules, the import machinery, stack frames, a function's
+globals or closure, code run from a string, attribute names computed at run
+time, raw memory, the grader's own modules) can find the guard and switch it
+off. No solution to these assignments needs any of it, so the scan refuses it
+with the line, in code that runs or not. It does not flag os, subprocess,
+socket, signal, open or threading: processes, network and files are stopped at
+run time by the OS-level sandbox, and the security tests exercise those
+defences. It is a tripwire on the direct ways in, not a proof that none is left.
+
+Both are described to students from these tables (`forbidden_rules`,
+`tamper_rules`): `autograder release` writes the words into the handouts and
+the starter docstrings.
 """
 from __future__ import annotations
 
@@ -32,16 +40,26 @@ from .sandbox.process import WORKER_FILES
 PRIVATE_NAMESPACES = {"torch._VF": ("_VF", "_VariableFunctions", "_VariableFunctionsClass")}
 
 # Modules that reach into the running interpreter, also when they are another module's attribute
-# (`np.ctypeslib`, `torch.serialization.pickle`): its heap (gc), memory (ctypes), frames (inspect),
-# import machinery (importlib), built-ins (builtins), code objects (marshal), and objects rebuilt
-# from names (pickle, dill, copyreg); `as_strided` reads and writes memory outside its array.
-REACHING = frozenset({"gc", "ctypes", "ctypeslib", "inspect", "importlib", "builtins", "marshal",
-                      "pickle", "cloudpickle", "dill", "copyreg", "as_strided"})
-# Imported only: modules that run code given as a string or import a module named by one (a
-# debugger reads its commands from any stream), and the grader's own: its package, and the
-# worker's modules, loaded under their bare names (`guard`) in the student's process.
-TAMPER_MODULES = (REACHING | {"code", "codeop", "runpy", "pkgutil", "pydoc", "pdb", "bdb", __name__.partition(".")[0]}
-                  | {Path(name).stem for name in WORKER_FILES})
+# (`np.ctypeslib`, `torch.serialization.pickle`, `unittest.mock.pkgutil`): its heap (gc), memory
+# (ctypes), frames (inspect), import machinery (importlib), built-ins (builtins), code objects
+# (marshal), objects rebuilt from names (pickle, dill, copyreg), modules imported and attributes
+# read from a string (pkgutil.resolve_name, pydoc.locate, runpy, mock.patch), code compiled from a
+# string (codeop), and debuggers, which read their commands from any stream (pdb, bdb);
+# `as_strided` reads and writes memory outside its array.
+REACHING = frozenset({"gc", "ctypes", "ctypeslib", "inspect", "importlib", "builtins", "marshal", "pickle", "cloudpickle",
+                      "dill", "copyreg", "as_strided", "pkgutil", "pydoc", "runpy", "mock", "codeop", "pdb", "bdb"})
+# Imported only, as their names are common words elsewhere (`torch.trace`, `exc.code`): modules that
+# run a string as code (code, timeit, profile, cProfile, trace, doctest, site's .pth files), load one
+# (zipimport) or unpickle (shelve); and the grader's own: its package, and the worker's modules,
+# loaded under their bare names (`guard`) in the student's process.
+TAMPER_MODULES = (REACHING | {"code", "timeit", "profile", "cProfile", "trace", "doctest", "site", "zipimport", "shelve",
+                              __name__.partition(".")[0]} | {Path(name).stem for name in WORKER_FILES})
+# Attributes that import a module, or read an attribute, named by a string, evaluate a string as code, or
+# reach the import machinery and the frames, on whatever object holds them (sys under any name,
+# `threading._sys`, or a module that re-exports them): flagged wherever they are named.
+STRING_REACHING = frozenset({"meta_path", "path_hooks", "path_importer_cache", "settrace", "setprofile", "addaudithook",
+                             "_getframe", "_current_frames", "resolve_name", "get_field", "get_type_hints", "ForwardRef",
+                             "dictConfig", "fileConfig"})
 # Built-ins that run strings as code or hand out namespaces: flagged wherever they are named.
 CODE_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint"})
 # Built-ins that take an attribute name, and its position: only a literal, ordinary name is allowed,
@@ -49,9 +67,8 @@ CODE_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "
 NAME_ARGUMENT = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
 FRAME_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", "f_code",
                               "tb_frame", "tb_next", "gi_frame", "cr_frame", "ag_frame", "walk_stack", "walk_tb"})
-# sys's ways to the loaded modules, the import machinery, frames and tracing (also every `sys._name`).
-SYS_ATTRIBUTES = frozenset({"modules", "meta_path", "path_hooks", "path_importer_cache",
-                            "settrace", "setprofile", "addaudithook", "monitoring"})
+# sys's own ways to the loaded modules and to tracing, besides STRING_REACHING (also every `sys._name`).
+SYS_ATTRIBUTES = frozenset({"modules", "monitoring"})
 # Dunders ordinary code uses. Each is a plain string (`__name__`, `__qualname__`, `__module__`,
 # `__doc__`, `__version__`), the object's own class, or its own protocol method (`super().__init__()`,
 # `x.__len__()`); from none of them is there a way further in except through another dunder
@@ -61,19 +78,27 @@ ALLOWED_DUNDERS = frozenset({"__init__", "__name__", "__class__", "__call__", "_
 WHY = "not allowed in submissions: it can reach into the grader's process"
 
 
-def scan_submission(submission_dir: Path, file: str, modules: list[str], calls: list[str]) -> list[str]:
-    """Every forbidden and tampering use in `file` and the submission files it imports, the
-    component's own file first; the others' findings start with their file name."""
-    files = submission_files(submission_dir, file)
+def scan_submission(submission_dir: Path, file: str) -> list[str]:
+    """The tamper scan: every use in `file` and the submission files it imports that reaches into the
+    grader's process. Any finding refuses the component before its code runs."""
+    return _scan_files(submission_dir, file, _tampering)
+
+
+def forbidden_names(submission_dir: Path, file: str, modules: list[str], calls: list[str]) -> list[str]:
+    """Every forbidden module and call that `file` and the submission files it imports name, run or not:
+    for review, as only what runs costs points (the guard's record)."""
+    return _scan_files(submission_dir, file, lambda tree: _forbidden_uses(tree, modules, calls))
+
+
+def _scan_files(submission_dir: Path, file: str, scan) -> list[str]:
+    """'line N: ...' for each finding of `scan`, the component's own file first; the others' findings start with their file name."""
     findings = []
-    for path in sorted(files, key=lambda p: p.name != file):
+    for path in sorted(submission_files(submission_dir, file), key=lambda p: p.name != file):
         tree = _parse(path)
         if tree is None:
             continue  # the import in the worker reports the syntax error with its line
-        found = sorted([(line, 0, what) for line, what in _forbidden_uses(tree, modules, calls).items()]
-                       + [(line, 1, what) for line, what in _tampering(tree).items()])
         prefix = "" if path.name == file else f"{path.name} "
-        findings += [f"{prefix}line {line}: {what}" for line, _, what in found]
+        findings += [prefix + finding for finding in _lines(scan(tree))]
     return findings
 
 
@@ -94,14 +119,16 @@ def submission_files(submission_dir: Path, file: str) -> list[Path]:
 def scan_forbidden(path: Path, modules: list[str], calls: list[str]) -> list[str]:
     """'line N: import of torch' / 'line N: use of torch.nn.LSTM' for each forbidden use in `path`."""
     tree = _parse(path)
-    found = _forbidden_uses(tree, modules, calls) if tree else {}
-    return [f"line {line}: {found[line]}" for line in sorted(found)]
+    return _lines(_forbidden_uses(tree, modules, calls) if tree else {})
 
 
 def scan_tampering(path: Path) -> list[str]:
     """'line N: import of gc (...)' for each construct in `path` that reaches into the grader's process."""
     tree = _parse(path)
-    found = _tampering(tree) if tree else {}
+    return _lines(_tampering(tree) if tree else {})
+
+
+def _lines(found: dict[int, str]) -> list[str]:
     return [f"line {line}: {found[line]}" for line in sorted(found)]
 
 
@@ -264,7 +291,8 @@ class _TamperScan:
         return None
 
     def is_sys(self, node: ast.AST) -> bool:
-        return (isinstance(node, ast.Name) and node.id in self.sys_names) or (isinstance(node, ast.Attribute) and node.attr == "sys")
+        """sys by its name or an alias, or as another module's attribute (`os.sys`, `threading._sys`)."""
+        return (isinstance(node, ast.Name) and node.id in self.sys_names) or (isinstance(node, ast.Attribute) and node.attr.lstrip("_") == "sys")
 
     def uncalled(self, node: ast.AST, name: str) -> str | None:
         """getattr and its kin passed around (`g = getattr`) escape the check of their name argument."""
@@ -278,7 +306,7 @@ class _TamperScan:
         arg = call.args[at] if len(call.args) > at else None
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
             return f"{fn} with an attribute name that is not a string literal"
-        if any(_reaching_attribute(part, False) or part == "sys" for part in arg.value.split(".")):  # `getattr(sys, ...)` is flagged for the bare sys
+        if any(_reaching_attribute(part, False) or part.lstrip("_") == "sys" for part in arg.value.split(".")):  # the bare sys is flagged
             return f"{fn} of {arg.value!r}"
         return None
 
@@ -291,5 +319,50 @@ def _tamper_module(module: str) -> bool:
 
 def _reaching_attribute(name: str, on_sys: bool) -> bool:
     dunder = len(name) > 4 and name.startswith("__") and name.endswith("__")
-    return (name in FRAME_ATTRIBUTES or name in REACHING or (dunder and name not in ALLOWED_DUNDERS)
+    return (name in FRAME_ATTRIBUTES or name in REACHING or name in STRING_REACHING or (dunder and name not in ALLOWED_DUNDERS)
             or (on_sys and (name in SYS_ATTRIBUTES or name.startswith("_"))))
+
+
+# ---- in words: what `autograder release` writes into the handouts and starter docstrings ----------------
+
+# What the functions of a private kernel namespace also go by; the guard refuses them under every name.
+KERNEL_NAMES = {"torch._VF": "PyTorch's kernels, each also `torch.NAME`, `torch._C._VariableFunctions.NAME` and `torch.ops.aten.NAME`"}
+
+
+def forbidden_rules(modules: list[str], calls: list[str]) -> list[str]:
+    """A component's forbidden modules and calls as list items: the modules, then the calls grouped by the
+    module that holds them (in grading.yaml's order, private kernel namespaces last), every name spelled out."""
+    items = [f"importing {_names(modules, 'or')}, or a module inside one of them"] if modules else []
+    owners: dict[str, list[str]] = {}
+    for call in calls:
+        owner, name = call.rsplit(".", 1)
+        owners.setdefault(owner, []).append(name)
+    for owner in sorted(owners, key=lambda o: o in KERNEL_NAMES):
+        also = f" ({KERNEL_NAMES[owner]})" if owner in KERNEL_NAMES else ""
+        items.append(f"from `{owner}`{also}: {_names(owners[owner], 'and')}")
+    return items
+
+
+def tamper_rules() -> list[str]:
+    """The tamper scan's tables as list items, one per table."""
+    return [
+        f"these names, as a module (imported in any form, also inside a dotted name) or as an attribute (`np.ctypeslib`): "
+        f"{_names(sorted(REACHING), 'and')}",
+        f"importing {_names(sorted(TAMPER_MODULES - REACHING), 'or')}, or any module whose name starts with `_` (`_ctypes`, "
+        "`__main__`; `from __future__` is fine)",
+        f"the built-ins {_names(sorted(CODE_BUILTINS), 'and')}, and `__builtins__`, wherever they are named, called or not",
+        f"{_names(list(NAME_ARGUMENT), 'and')}, except in a call whose attribute name is a string literal naming nothing "
+        "listed here (`getattr(self, 'weight', None)` is fine; `g = getattr` and a computed name are not)",
+        f"the frame and traceback attributes {_names(sorted(FRAME_ATTRIBUTES), 'and')}",
+        f"the attributes {_names(sorted(STRING_REACHING), 'and')}, on any object: they import, read or run what a string "
+        "names, or reach the import machinery and the frames",
+        f"on `sys`: {_names(sorted(SYS_ATTRIBUTES), 'and')}, and every name that starts with `_` (`sys._getframe`); and `sys` "
+        "itself, under any name (`os.sys`, `threading._sys`), other than through one of its attributes "
+        "(`sys.float_info.epsilon` is fine, `s = sys` is not)",
+        f"dunder attributes (`__name__`-style) other than {_names(sorted(ALLOWED_DUNDERS), 'and')}",
+    ]
+
+
+def _names(names: list[str], last: str) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} {last} {quoted[-1]}"

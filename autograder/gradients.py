@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .rounding import rounded
 from .sandbox.remote import Remote
 
 
@@ -58,14 +59,15 @@ def check_gradients(t, student_fn: Remote, reference_fn, args: Sequence, *, grad
     `outputs` names the tensors of the output in order (e.g. "hs", "h_last"), nested tuples flattened.
     `parameters` = (student module, reference module) whose weights were loaded with load_reference_weights.
     A student object among `args` (a Remote) reaches the reference as it is: the reference callable
-    uses its own module in that place.
+    uses its own module in that place. A low-precision reference pass is judged against float64
+    (rounding.rounded); its module must then be `reference_fn` itself or among `args`, to be converted too.
     """
-    ref_out, upstream, ref_grads, param_grads = t.expect(lambda ref: _reference_pass(t.rng, reference_fn, args, grad_args, parameters))
+    upstream, (ref_out, ref_grads, param_grads) = t.expect(lambda ref: _reference_pass(t.rng, reference_fn, args, grad_args, parameters))
     stu_args = [t.student.put(_leaf(a, True)) if i in grad_args else a for i, a in enumerate(args)]
     out = t.student.call(student_fn, *stu_args, keep=True)
     got = _tensors_or_fail(t, t.student.value(out), len(ref_out), outputs)
     for name, g, w in zip(outputs, got, ref_out):
-        t.close(g.detach(), w.detach(), name)
+        t.close(g.detach(), w, name)
         if not g.requires_grad:
             t.fail(f"{name} is detached from the autograd graph, so no gradient can flow back through it "
                    "(.detach(), .data, .item(), numpy or torch.no_grad() in the forward pass?).")
@@ -83,14 +85,21 @@ def check_gradients(t, student_fn: Remote, reference_fn, args: Sequence, *, grad
 
 
 def _reference_pass(rng: np.random.Generator, reference_fn, args: Sequence, grad_args: Sequence[int], parameters):
-    """The reference's outputs, a random upstream gradient drawn for them, and the gradients it gives each
-    input at `grad_args` and each parameter of the reference module, by name: all data."""
+    """A random upstream gradient drawn for the reference's outputs, then (outputs, the gradients of the
+    inputs at `grad_args`, the gradients of the reference module's parameters by name): all data."""
+    with torch.no_grad():
+        shapes = _tensors(reference_fn(*args))
+    upstream = [random_like(rng, o) for o in shapes]
+    module = parameters[1] if parameters is not None else None
+    return upstream, rounded(_backward, reference_fn, list(args), upstream, module, tuple(grad_args))
+
+
+def _backward(reference_fn, args: list, upstream: list, module, grad_args: tuple):
     ref_args = [_leaf(a, i in grad_args) for i, a in enumerate(args)]
     ref_out = _tensors(reference_fn(*ref_args))
-    upstream = [random_like(rng, o) for o in ref_out]
     torch.autograd.backward(ref_out, upstream)
-    params = parameters[1].named_parameters() if parameters is not None else ()
-    return [o.detach() for o in ref_out], upstream, [ref_args[i].grad for i in grad_args], {name: p.grad for name, p in params}
+    params = module.named_parameters() if module is not None else ()
+    return [o.detach() for o in ref_out], [ref_args[i].grad for i in grad_args], {name: p.grad for name, p in params}
 
 
 def _leaf(value, requires_grad: bool):

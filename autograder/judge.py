@@ -3,7 +3,10 @@
 Every comparison checks type, then shape, then dtype, then the NaN/Inf
 pattern, then values, and stops at the first difference with a message that
 says what was expected in words, what came back, and (when the wrong value
-matches a known mistake) the likely mistake. For cases that are not visible,
+of a known mistake explains every element) the likely mistake. Values are
+within the case's rtol and atol of a float64 expected value, or within the
+bound of a low-precision case's error model (rounding.py); the element shown
+is the worst relative to what it is allowed. For cases that are not visible,
 messages never contain expected values or errors from which they could be
 recovered: only where and how much of the output is off.
 """
@@ -13,9 +16,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .rounding import Rounded
 from .sandbox.remote import Remote
 
-Hints = Mapping[str, Callable[[], object]]  # "likely mistake" -> lazily computed wrong answer
+Candidates = Mapping[str, Callable[[], object]]  # a likely mistake -> its wrong answer, computed only when asked
+LOW_PRECISION = ("float16", "bfloat16", "float32")
 
 
 class CaseFailed(Exception):
@@ -48,90 +53,148 @@ def as_number(got, what: str) -> float:
     raise CaseFailed(f"{what}: expected a real number, got {type_name(got)}.")
 
 
-def expect_number(got, want: float, what: str, *, rtol: float, atol: float, visible: bool, hints: Hints | None = None) -> None:
+class Tolerance:
+    """How far a floating-point answer may be from the expected value: rtol and atol for a float64 case,
+    or the bound of a low-precision case's error model (rounding.Rounded)."""
+
+    def __init__(self, want, rtol: float, atol: float):
+        self.rounded = isinstance(want, Rounded)
+        self.rtol, self.atol = (0.0, want.bound) if self.rounded else (rtol, atol)
+
+    def allowed(self, exact: np.ndarray) -> np.ndarray:
+        return self.atol + self.rtol * np.abs(exact)
+
+    def matches(self, got: np.ndarray, candidate: np.ndarray) -> bool:
+        """A likely mistake's answer, computed in the case's precision, explains every element of `got`."""
+        if self.rounded:  # both carry rounding
+            return bool(np.all((np.abs(got - candidate) <= 2 * self.atol) | (got == candidate) | (np.isnan(got) & np.isnan(candidate))))
+        return bool(np.allclose(got, candidate, rtol=max(self.rtol, 1e-6), atol=max(self.atol, 1e-9), equal_nan=True))
+
+    def __str__(self) -> str:
+        return f"allowed error {self.atol:.2g}, what float32 rounding can cost" if self.rounded else f"rtol {self.rtol:g}, atol {self.atol:g}"
+
+
+def expect_number(got, want, what: str, *, rtol: float, atol: float, visible: bool, hints: Candidates | None = None) -> None:
+    """`want`: a float, or a Rounded number of a low-precision case."""
     value = as_number(got, what)
-    if _same_number(value, want, rtol, atol):
+    tol = Tolerance(want, rtol, atol)
+    exact = want.truth if tol.rounded else want
+    if _same_number(value, exact, tol):
         return
     if visible:
-        message = f"{what}: expected {want:.10g}, got {value:.10g}."
-    elif np.isfinite(want) != np.isfinite(value):
-        message = f"{what}: expected a {'finite' if np.isfinite(want) else 'non-finite'} number, got {value:.10g}."
+        shown, seen = _digits(exact, value)
+        message = f"{what}: expected {shown}, got {seen}."
+    elif np.isfinite(exact) != np.isfinite(value):
+        message = f"{what}: expected a {'finite' if np.isfinite(exact) else 'non-finite'} number, got {value:.10g}."
     else:
-        message = f"{what}: the value differs from the reference (rtol {rtol:g}, atol {atol:g})."
-    raise CaseFailed(message + _likely(value, hints, rtol, atol))
+        message = f"{what}: the value differs from the reference ({tol})."
+    raise CaseFailed(message + _likely(value, hints, tol))
 
 
-def _same_number(a: float, b: float, rtol: float, atol: float) -> bool:
+def _same_number(a: float, b: float, tol: Tolerance) -> bool:
     if np.isnan(a) or np.isnan(b):
         return bool(np.isnan(a) and np.isnan(b))
     if np.isinf(a) or np.isinf(b):
         return a == b
-    return abs(a - b) <= atol + rtol * abs(b)
+    return abs(a - b) <= float(tol.allowed(np.float64(b)))
 
 
-def expect_array(got, want, what: str, *, rtol: float, atol: float, visible: bool, hints: Hints | None = None) -> None:
-    """`want` is a numpy array or a torch tensor; `got` must be the same kind."""
-    kind = "torch tensor" if _is_tensor(want) else "numpy array"
+def expect_array(got, want, what: str, *, rtol: float, atol: float, visible: bool, hints: Candidates | None = None,
+                 labels: list[str] | None = None) -> None:
+    """`want` is a numpy array or a torch tensor, or a Rounded one; `got` must be the same kind. `labels`
+    name the entries of a 1-D array (the queries a check asked) in place of their indices."""
+    tol = Tolerance(want, rtol, atol)
+    exact = want.truth if tol.rounded else want
+    dtype = want.dtype if tol.rounded else _dtype_name(exact)
+    if not tol.rounded and _dtype_name(exact) in LOW_PRECISION:
+        raise TypeError(f"{what}: a low-precision expected value must come from rounding.rounded(), not the reference's own rounding")
+    kind = "torch tensor" if _is_tensor(exact) else "numpy array"
     if (kind == "torch tensor") != _is_tensor(got) or (kind == "numpy array" and type(got) is not np.ndarray):
         raise CaseFailed(f"{what}: expected a {kind}, got {type_name(got)}.")
-    want_shape, got_shape = tuple(want.shape), tuple(got.shape)
+    want_shape, got_shape = tuple(exact.shape), tuple(got.shape)
     if got_shape != want_shape:
-        raise CaseFailed(f"{what}: expected shape {want_shape}, got {got_shape}." + _likely(got, hints, rtol, atol))
-    if got.dtype != want.dtype:
-        raise CaseFailed(f"{what}: expected dtype {want.dtype} (the dtype must follow the inputs), got {got.dtype}.")
-    g, w = _numpy(got), _numpy(want)
+        raise CaseFailed(f"{what}: expected shape {want_shape}, got {got_shape}." + _likely(got, hints, tol))
+    if _dtype_name(got) != dtype:
+        raise CaseFailed(f"{what}: expected dtype {dtype} (the dtype must follow the inputs), got {_dtype_name(got)}.")
+    g, w = _numpy(got), _numpy(exact)
+    where = (lambda idx: labels[int(idx[0])]) if labels is not None and g.ndim == 1 and len(labels) == len(g) else _index
     if g.dtype.kind == "b" or w.dtype.kind in "iub":
-        _compare_exact(g, w, what, visible, hints)
+        _compare_exact(g, w, what, where, hints)
         return
-    _compare_floats(g, w, what, rtol, atol, visible, hints)
+    _compare_floats(g, w, what, tol, visible, hints, where)
+
+
+def expect_identical(got, original, what: str) -> None:
+    """Exactly `original`, bit for bit (NaN where it had NaN): for inputs that must be left as they were."""
+    if type(got) is not type(original) or tuple(got.shape) != tuple(original.shape) or got.dtype != original.dtype:
+        raise CaseFailed(f"{what}: expected {type_name(original)}, got {type_name(got)}.")
+    g, o = _numpy(got), _numpy(original)
+    changed = ~((g == o) | (np.isnan(g) & np.isnan(o))) if o.dtype.kind in "fc" else g != o
+    if changed.any():
+        raise CaseFailed(f"{what}: {int(changed.sum())} of {changed.size} entries changed, the first at {_index(np.argwhere(changed)[0])}.")
+
+
+def _dtype_name(x) -> str:
+    return str(x.dtype).removeprefix("torch.")
 
 
 def _numpy(x) -> np.ndarray:
     return x.detach().cpu().numpy() if _is_tensor(x) else x
 
 
-def _compare_exact(g: np.ndarray, w: np.ndarray, what: str, visible: bool, hints: Hints | None) -> None:
+def _compare_exact(g: np.ndarray, w: np.ndarray, what: str, where, hints: Candidates | None) -> None:
     off = g != w
     if off.any():
-        first = _index(np.argwhere(off)[0])
+        first = where(np.argwhere(off)[0])
         raise CaseFailed(f"{what}: {int(off.sum())} of {off.size} entries differ from the reference, the first at {first}."
-                         + _likely(g, hints, 0, 0))
+                         + _likely(g, hints, None))
 
 
-def _compare_floats(g, w, what, rtol, atol, visible, hints) -> None:
+def _compare_floats(g, w, what, tol: Tolerance, visible, hints, where) -> None:
     g64, w64 = g.astype(np.float64), w.astype(np.float64)
     bad_pattern = (np.isnan(g64) != np.isnan(w64)) | (np.isinf(g64) != np.isinf(w64))
     if bad_pattern.any():
-        first = _index(np.argwhere(bad_pattern)[0])
+        first = where(np.argwhere(bad_pattern)[0])
         nonfinite = int((~np.isfinite(g64)).sum())
         raise CaseFailed(
             f"{what}: {nonfinite} entries are NaN or Inf where the reference has "
             f"{int((~np.isfinite(w64)).sum())}; the first mismatch is at {first}. "
-            "Overflow in exp, or a 0 * inf, usually causes this." + _likely(g, hints, rtol, atol)
+            "Overflow in exp, or a 0 * inf, usually causes this." + _likely(g, hints, tol)
         )
     # The pattern matched, so where the reference is finite the answer is too;
     # where the reference is infinite only the sign can still be wrong.
     finite = np.isfinite(w64)
-    err = np.abs(np.where(finite, g64 - w64, 0.0))
-    off = np.where(finite, err > atol + rtol * np.abs(np.where(finite, w64, 0.0)), np.isinf(w64) & (g64 != w64))
+    err = np.zeros_like(w64)
+    err[finite] = np.abs(g64[finite] - w64[finite])
+    allowed = tol.allowed(np.where(finite, w64, 0.0))
+    off = np.where(finite, err > allowed, np.isinf(w64) & (g64 != w64))
     if not off.any():
         return
-    share = f"{int(off.sum())} of {off.size} elements ({100 * off.mean():.0f}%) are off (rtol {rtol:g}, atol {atol:g})"
+    share = f"{int(off.sum())} of {off.size} elements ({100 * off.mean():.0f}%) are off ({tol})"
     if visible:
-        worst = np.unravel_index(int(np.argmax(err)), err.shape)
-        rel = f", relative error {err[worst] / abs(w64[worst]):.3g}" if w64[worst] else ""
-        detail = (f"largest absolute error {err[worst]:.3g} at {_index(worst)} "
-                  f"(expected {w64[worst]:.6g}, got {g64[worst]:.6g}{rel}); {share}")
+        worst = np.unravel_index(int(np.argmax(np.where(off, err / np.maximum(allowed, 1e-300), 0.0))), err.shape)
+        shown, seen = _digits(w64[worst], g64[worst])
+        detail = (f"the worst, relative to what is allowed, is at {where(worst)}: expected {shown}, got {seen} "
+                  f"(error {err[worst]:.3g}, allowed {allowed[worst]:.3g}); {share}")
     else:
-        detail = f"{share}; the first is at {_index(np.argwhere(off)[0])}"
-    raise CaseFailed(f"{what}: values differ from the reference: {detail}." + _likely(g, hints, rtol, atol))
+        detail = f"{share}; the first is at {where(np.argwhere(off)[0])}"
+    raise CaseFailed(f"{what}: values differ from the reference: {detail}." + _likely(g, hints, tol))
+
+
+def _digits(expected: float, got: float) -> tuple[str, str]:
+    """Both numbers with the fewest significant digits (at least 6) that tell them apart."""
+    for digits in range(6, 18):
+        shown, seen = f"{expected:.{digits}g}", f"{got:.{digits}g}"
+        if shown != seen:
+            return shown, seen
+    return f"{expected!r}", f"{got!r}"
 
 
 def _index(idx) -> str:
     return "[" + ", ".join(str(int(i)) for i in idx) + "]" if len(idx) else "[] (a scalar)"
 
 
-def expect_equal(got, want, what: str, *, visible: bool, hints: Hints | None = None) -> None:
+def expect_equal(got, want, what: str, *, visible: bool, hints: Candidates | None = None) -> None:
     """Exact comparison for counts, token lists, vocabularies (a list and a tuple compare equal)."""
     for kind in (Mapping, (list, tuple), (set, frozenset)):
         if isinstance(want, kind) and not isinstance(got, kind):
@@ -144,7 +207,7 @@ def expect_equal(got, want, what: str, *, visible: bool, hints: Hints | None = N
         detail = f"expected {_short(want)}, got {_short(got)}"
     else:
         detail = "the result differs from the reference"
-    raise CaseFailed(f"{what}: {detail}." + _likely(got, hints, 0, 0))
+    raise CaseFailed(f"{what}: {detail}." + _likely(got, hints, None))
 
 
 def _equal(a, b) -> bool:
@@ -187,20 +250,21 @@ def _short(value, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _likely(got, hints: Hints | None, rtol: float, atol: float) -> str:
+def _likely(got, hints: Candidates | None, tol: Tolerance | None) -> str:
+    """The first hint whose wrong answer explains every element of `got` (exactly, with no tolerance)."""
     for mistake, wrong_answer in (hints or {}).items():
-        if _matches(got, wrong_answer, rtol, atol):
+        if _matches(got, wrong_answer, tol):
             return f" Likely mistake: {mistake}."
     return ""
 
 
-def _matches(got, wrong_answer, rtol: float, atol: float) -> bool:
+def _matches(got, wrong_answer, tol: Tolerance | None) -> bool:
     """A hint that cannot be computed for these inputs simply does not match."""
     try:
         candidate = wrong_answer()
         if isinstance(candidate, (np.ndarray, np.generic, float, int)) or _is_tensor(candidate):
             g, c = np.asarray(_numpy(got), dtype=np.float64), np.asarray(_numpy(candidate), dtype=np.float64)
-            return g.shape == c.shape and bool(np.allclose(g, c, rtol=max(rtol, 1e-6), atol=max(atol, 1e-9), equal_nan=True))
+            return g.shape == c.shape and (bool(np.array_equal(g, c, equal_nan=True)) if tol is None else tol.matches(g, c))
         return _equal(got, candidate)
     except Exception:
         return False

@@ -12,10 +12,15 @@ from pathlib import Path
 
 
 class Reference:
-    """Attribute access loads the solution module of that name: `ref.ngram`."""
+    """Attribute access loads the solution module of that name: `ref.ngram`; `ref.oracles` holds the grader's
+    own oracles and mistake simulators (autograder/oracles/, never shipped to students)."""
 
     def __init__(self, solutions_dir: Path):
         self.solutions_dir = solutions_dir
+
+    @property
+    def oracles(self):
+        return importlib.import_module(f"{__package__}.oracles")
 
     def __getattr__(self, name: str):
         if name.startswith("_"):

@@ -1,8 +1,10 @@
 """Reporting: Gradescope's results.json and the terminal table.
 
-results.json follows Gradescope's specification as gradescope-utils writes it
-(tests[] with name, number, score, max_score, status, visibility, tags,
-output, output_format), plus a top-level score and max_score. It is written
+results.json holds only the keys of Gradescope's specification: tests[] with
+name, number, score, max_score, status, visibility, tags (the component, and
+`timing` on timing cases), output, output_format and extra_data; at the top,
+score, output, visibility, execution_time and extra_data, which holds the
+total's maximum (the specification has no top-level max_score). It is written
 atomically, and a run that could not grade still writes one with no points.
 """
 from __future__ import annotations
@@ -17,7 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .run import GradeRun
+from .cases import TIMING
+from .run import CaseResult, GradeRun
 
 
 def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
@@ -29,7 +32,7 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
             "max_score": r.max_score,
             "status": "passed" if (r.passed and r.fraction == 1) or not r.counted else "failed",  # nothing at stake: not a failure
             "visibility": r.case.visibility,
-            "tags": [r.case.component],
+            "tags": [r.case.component, *(["timing"] if r.case.check in TIMING else [])],
             "output": r.output,
             "output_format": "text",
             "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3), **r.extra},
@@ -40,15 +43,22 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
     summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
     return {
         "score": sum(r.score for r in run.results),
-        "max_score": sum(r.max_score for r in run.results),
-        "output": "\n".join(summary + list(notes)),
+        "output": "\n".join(summary + review_notes(run.results) + list(notes)),
         "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "execution_time": round(run.seconds, 3),
-        "extra_data": {"isolation": run.isolation},
+        "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation},
         "tests": tests,
     }
+
+
+def review_notes(results: list[CaseResult]) -> list[str]:
+    """One note per component whose files name what it forbids in code no case reached (run.py flags them)."""
+    flagged = {r.case.component: r.extra["review"] for r in results if "review" in r.extra}
+    return [f"Note on {component}: {review['file']} (with the files it imports) names what this component forbids, in code that "
+            f"no case graded here ran: {'; '.join(review['forbidden_names'])}. That costs no points; it is flagged for course "
+            "staff to review." for component, review in flagged.items()]
 
 
 def failure_json(message: str) -> dict:
@@ -84,11 +94,13 @@ def print_table(run: GradeRun, console: Console) -> None:
         table.add_row(r.case.number, r.case.component, label, f"{r.score:.3g}/{r.max_score:g}", mark)
     console.print(table)
     for r in run.results:
-        if not r.passed or r.extra:  # failures, and every timing verdict
+        if not r.passed or r.case.check in TIMING:  # failures, and every timing verdict
             console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
             console.print(f"  {r.output}", markup=False, highlight=False)
     for component in dict.fromkeys(r.case.component for r in run.results):
         rs = [r for r in run.results if r.case.component == component]
         console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g}", highlight=False)
+    for note in review_notes(run.results):
+        console.print(note, markup=False, highlight=False)
     total, most = sum(r.score for r in run.results), sum(r.max_score for r in run.results)
     console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from .cases import CHECKS, TIMING
+from .cases import BUILDS_ON, CHECKS, SUBJECTS, TIMING
 from .collect import Case, Component, Rubric
 from .expected import Live, Replay
-from .forbidden import scan_submission
+from .forbidden import forbidden_names, scan_submission
 from .judge import CaseFailed
 from .reference import Reference
 from .sandbox import reaper
@@ -40,6 +40,7 @@ class CaseResult:
     fraction: float = 1.0  # a timing verdict earns part of the points
     counted: bool = True  # False: reported only (a timing case without a GPU under `inform` or `skip`)
     extra: dict = field(default_factory=dict)  # a timing verdict's device, ratio and interval
+    wrong: bool = False  # failed on what the student's code did: a wrong answer, or an error it raised
 
     @property
     def max_score(self) -> float:
@@ -109,11 +110,12 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
         message = submission.problems.get(component.file, f"Not submitted: {component.file} was not found in the submission.")
         yield from (CaseResult(case, False, message) for case in cases)
         return
-    violations = scan_submission(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
-    if violations:
-        message = f"{component.file} (with the files it imports) uses what this component may not: " + "; ".join(violations) + "."
+    tampering = scan_submission(submission.dir, component.file)
+    if tampering:
+        message = f"{component.file} (with the files it imports) was refused before any of it ran: " + "; ".join(tampering) + "."
         yield from (CaseResult(case, False, message) for case in cases)
         return
+    named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
     limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
     student = Student(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier)
     speed = Speed(rubric.timing, rubric.solutions_dir, tier, limits)
@@ -125,14 +127,35 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
         reaper.sweep(tier.student_id)  # what the student left running dies before the next component starts
     held.update(student.held)
     # One use of a forbidden built-in fails the whole component, also the cases that ran before it
-    # and those a restarted worker (which starts with a clean record) would otherwise pass.
+    # and those a restarted worker (which starts with a clean record) would otherwise pass. A forbidden
+    # name that no case reached costs nothing; course staff review it (report.py tells the student).
     used = next((r.output for r in results if r.forbidden), None)
-    yield from (CaseResult(r.case, False, used, r.seconds, True) if used else r for r in results)
+    if used:
+        yield from (replace(r, passed=False, output=used, forbidden=True) for r in results)
+        return
+    review = {"review": {"file": component.file, "forbidden_names": named}} if named else {}
+    yield from (replace(r, extra={**r.extra, **review}) for r in _causes_first(results))
+
+
+def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
+    """A failed case built on parts that fail their own cases (a TransformerBlock on its FeedForward) names those
+    first: the difference may be theirs alone."""
+    first_failure = {}
+    for r in results:
+        if not r.passed:
+            first_failure.setdefault(r.case.check, r.case)
+    noted = []
+    for r in results:
+        causes = [first_failure[c] for c in BUILDS_ON.get(r.case.check, ()) if c in first_failure]
+        note = " ".join(f"This case uses your {SUBJECTS[c.check]}, which fails case {c.number}." for c in causes)
+        noted.append(replace(r, output=f"{note} Fix that first: the difference here may come from it alone. {r.output}")
+                     if causes and r.wrong else r)
+    return noted
 
 
 def run_case(case: Case, student: Student, expected, secret: str, speed: Speed) -> CaseResult:
     started = time.monotonic()
-    forbidden, fraction, extra = False, 1.0, {}
+    forbidden, fraction, extra, wrong = False, 1.0, {}, False
     timed = case.check in TIMING
     counted = not timed or speed.graded
     if timed and not speed.graded and speed.policy.without_gpu == "skip":
@@ -149,9 +172,9 @@ def run_case(case: Case, student: Student, expected, secret: str, speed: Speed) 
         if not counted:
             output += " Reported only: without a GPU, timing earns no points here."
     except CaseFailed as exc:
-        passed, output = False, str(exc)
+        passed, output, wrong = False, str(exc), True
     except StudentRaised as exc:
-        passed, output = False, _describe_raise(exc)
+        passed, output, wrong = False, _describe_raise(exc), exc.type_name != "NotImplementedError"
     except ForbiddenUsed as exc:
         passed, output, forbidden = False, f"Uses what this component forbids: {exc}.", True
     except CallTimeout:
@@ -165,7 +188,7 @@ def run_case(case: Case, student: Student, expected, secret: str, speed: Speed) 
         passed, output = False, INTERNAL_ERROR
     finally:
         student.deadline = None
-    return CaseResult(case, passed, output, time.monotonic() - started, forbidden, fraction, counted, extra)
+    return CaseResult(case, passed, output, time.monotonic() - started, forbidden, fraction, counted, extra, wrong)
 
 
 def _describe_raise(exc: StudentRaised) -> str:

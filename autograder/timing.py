@@ -4,12 +4,13 @@ The parent times every block with its own clock around the whole request, so
 nothing the worker says about time counts: a student who patches clocks,
 events or synchronize, or defers work to another thread or stream, still pays
 for the work before the reply, and each block's outputs come back as checksums
-that must match the reference's on the same inputs (caching and deferred work
-show as wrong sums). The reference runs in a worker of its own holding only
-staff code; student code never gets a handle on it. Student and reference
-blocks alternate in random order, each pair on fresh inputs; the verdict is the
-median of the per-pair ratios with a bootstrap interval, and measuring stops
-when the interval is tight or the time cap is reached.
+that must match the reference's on the same inputs within what rounding allows
+(caching and deferred work show as wrong sums). The reference runs in a worker
+of its own holding only staff code; student code never gets a handle on it.
+Student and reference blocks alternate in random order, each pair on fresh
+inputs; the verdict is the median of the per-pair ratios with a bootstrap
+interval, and measuring stops when the interval is tight or the time cap is
+reached.
 """
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ from .sandbox.tiers import Tier
 BLOCK_SECONDS = 0.02  # each timed request runs this long at least, so the request's own cost is noise
 WARMUP_BLOCKS = 2
 MIN_PAIRS, MAX_PAIRS = 7, 200
+# A timed call's checksums (worker.checksums: each output's projection on a random direction, and its norm) may
+# differ from the reference's by this many roundings of the output's norm in its dtype: 8 standard deviations of
+# the projection for outputs 128 roundings apart. On the timing inputs (benchmarks/checksums.py, 1000 seeds),
+# correct implementations in other operation orders were up to 11 roundings apart and missed by up to 26;
+# outputs of other inputs, or left at zero, missed by 58,000 and more (an output whose last position alone was
+# left at zero: 9,000).
+ROUNDINGS = 1024
 
 
 @dataclass(frozen=True)
@@ -109,12 +117,13 @@ class Partial(Exception):
         self.verdict = verdict
 
 
-def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, backward: bool = False) -> None:
+def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, outputs: tuple[str, ...], backward: bool = False) -> None:
     """Time student_fn against reference_fn (Remote callables in their two workers) and raise Partial.
 
     make_inputs(worker, i) builds the i-th argument list in `worker`, the same in both; no i is used
-    twice, so an answer remembered from earlier inputs is never timed. Correctness on the first
-    inputs comes first: a wrong answer earns no timing points."""
+    twice, so an answer remembered from earlier inputs is never timed. `outputs` names the tensors the
+    worker checksums per call (the function's outputs, then with `backward` each parameter's gradient).
+    Correctness on the first inputs comes first: a wrong answer earns no timing points."""
     speed = t.speed
     started = time.monotonic()
     student, reference = speed.reference_pair(t.student)
@@ -124,7 +133,7 @@ def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, backwa
     first = fresh.take(1)
     want = reference.repeat(reference_fn, first[reference], backward)
     got = student.repeat(student_fn, first[student], backward)
-    _same_sums(got, want, f"{what} on the timing inputs", "")
+    _same_checksums(got, want, outputs, f"{what}, on the timing inputs", "")
     one, _ = _timed(reference, reference_fn, fresh.take(1)[reference], backward)
     reps = max(1, math.ceil(BLOCK_SECONDS / max(one, 1e-6)))
     for _ in range(WARMUP_BLOCKS):
@@ -140,8 +149,8 @@ def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, backwa
             # a thread or process of the student's must not load the machine while the reference is timed
             with student.held_still() if w is reference else contextlib.nullcontext():
                 seconds[w], results[w] = _timed(w, workers[w], inputs[w], backward)
-        _same_sums(results[student], results[reference], f"{what}, in a timed block", " (outputs cached from "
-                   "earlier calls, or work left unfinished when the function returned?)")
+        _same_checksums(results[student], results[reference], outputs, f"{what}, in a timed block",
+                        " Outputs cached from earlier calls, or work left unfinished when the function returned?")
         ratios.append(seconds[student] / seconds[reference])
         if len(ratios) >= MIN_PAIRS:
             low, high = bootstrap_interval(ratios, t.rng)
@@ -176,17 +185,43 @@ def _timed(worker, fn, calls: list, backward: bool) -> tuple[float, dict]:
     return time.perf_counter() - started, result
 
 
-def _same_sums(got, want: dict, what: str, why: str) -> None:
-    sums, ref = (got or {}).get("checksums") if isinstance(got, dict) else None, want["checksums"]
-    ok = (isinstance(sums, list) and len(sums) == len(ref)
-          and all(isinstance(s, list) and len(s) == len(r) and all(isinstance(x, float) for x in s) for s, r in zip(sums, ref)))
-    if ok:
-        for s, r in zip(sums, ref):
-            scale = [abs(r[i + 1]) for i in range(0, len(r), 2) for _ in (0, 1)]  # each tensor's sum of |x|
-            ok = ok and all(abs(a - b) <= 1e-4 * m + 1e-6 for a, b, m in zip(s, r, scale))
-    if not ok:
-        raise CaseFailed(f"{what}: the results differ from the reference's on the same inputs{why}, so no timing points. "
-                         "The cases that check values say where.")
+def checksum_misses(got, want: dict) -> list[list[float]] | None:
+    """How far each checksummed tensor of each call misses the reference's, in units of its bound: the larger
+    difference of projection and norm over ROUNDINGS unit roundoffs (the reference's dtype) of the reference's
+    norm; above 1 is more than rounding. None when the student's reply does not have the reference's shape."""
+    sums = got.get("checksums") if isinstance(got, dict) else None
+    ref = want["checksums"]
+    if not (isinstance(sums, list) and len(sums) == len(ref) and all(
+            isinstance(s, list) and len(s) == len(r) and all(isinstance(c, list) and len(c) == 3 and all(type(x) is float for x in c)
+                                                             for c in s) for s, r in zip(sums, ref))):
+        return None
+    return [[_miss(c, r) for c, r in zip(s, rs)] for s, rs in zip(sums, ref)]
+
+
+def _miss(checksum: list[float], reference: list[float]) -> float:
+    (projection, norm, _), (ref_projection, ref_norm, roundoff) = checksum, reference
+    difference = max(abs(projection - ref_projection), abs(norm - ref_norm))
+    if math.isnan(difference):
+        return math.inf
+    bound = ROUNDINGS * roundoff * ref_norm
+    return difference / bound if bound > 0 else (0.0 if difference == 0 else math.inf)
+
+
+def _same_checksums(got, want: dict, outputs: tuple[str, ...], what: str, why: str) -> None:
+    misses = checksum_misses(got, want)
+    listed = ", ".join(outputs) if len(outputs) <= 4 else f"{outputs[0]}, {outputs[1]} and {len(outputs) - 2} more"
+    if misses is None:
+        raise CaseFailed(f"{what}: your results are not the reference's {len(outputs)} tensors ({listed}), so no timing "
+                         "points. The cases that check values say where.")
+    miss, worst = max((m, i) for call in misses for i, m in enumerate(call))
+    if miss > 1:
+        rounding = next((f"{name} rounding" for name in ("float32", "float64", "float16", "bfloat16")
+                         if want["checksums"][0][worst][2] == torch.finfo(getattr(torch, name)).eps / 2), "rounding")
+        by = f"by {miss:.3g} times that" if math.isfinite(miss) else "beyond any multiple (NaN or infinite, or not zero where the reference's is)"
+        raise CaseFailed(f"{what}: your results ({listed}) differ from the reference's on the same inputs by more than "
+                         f"{rounding} allows, so no timing points. Compared: each result's projection on a random direction "
+                         f"and its norm, within {ROUNDINGS} roundings of the reference's norm; {outputs[worst]} missed {by}."
+                         f"{why} The cases that check values say where.")
 
 
 def _memory_ratio(got: dict, want: dict) -> float | None:

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import numpy as np
 
 from . import judge
 from .collect import Case
+from .rounding import Rounded
 from .sandbox.remote import Student
+
+Hints = dict[str, Callable]  # a likely mistake -> lambda ref: the wrong answer it gives (ref.oracles computes it)
 
 
 def case_seed(case: Case, secret: str) -> int:
@@ -31,15 +35,27 @@ class Trial:
         object, goes through here (a student bundle replays what it returned)."""
         return self._expected.expect(self.rng, compute)
 
-    def close(self, got, want, what: str, hints: judge.Hints | None = None) -> None:
-        """Floats: numbers, arrays or tensors, within the case's tolerances."""
+    def close(self, got, want, what: str, hints: Hints | None = None, labels: list[str] | None = None) -> None:
+        """Floats: numbers, arrays or tensors, within the case's rtol and atol, or within the error model's
+        bound when `want` is a low-precision case's Rounded value (rounding.rounded). `hints` map a likely
+        mistake to `lambda ref: <its wrong answer>`, offered when it explains every element of `got`. `labels`
+        name the entries of a 1-D array, for values a check gathered from several calls (see `numbers`)."""
         tol = {"rtol": self.case.rtol, "atol": self.case.atol, "visible": self.visible, "hints": self._expected.hints(self.rng, hints)}
-        if isinstance(want, (float, int)):
+        if isinstance(want.truth if isinstance(want, Rounded) else want, (float, int)):
             judge.expect_number(got, want, what, **tol)
         else:
-            judge.expect_array(got, want, what, **tol)
+            judge.expect_array(got, want, what, labels=labels, **tol)
 
-    def equal(self, got, want, what: str, hints: judge.Hints | None = None) -> None:
+    def numbers(self, values: list, labels: list[str]) -> np.ndarray:
+        """The student's answers to several calls as one float64 array, each checked to be a real number
+        first, so that `close` judges them (and any hint) all at once."""
+        return np.array([judge.as_number(v, label) for v, label in zip(values, labels)], dtype=np.float64)
+
+    def unchanged(self, got, original, what: str) -> None:
+        """An input the student's code was given, fetched back afterwards: it must be exactly as it was."""
+        judge.expect_identical(got, original, what)
+
+    def equal(self, got, want, what: str, hints: Hints | None = None) -> None:
         judge.expect_equal(got, want, what, visible=self.visible, hints=self._expected.hints(self.rng, hints))
 
     def fail(self, message: str) -> None:

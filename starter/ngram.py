@@ -8,6 +8,48 @@ history, never predicted; EOS is predicted like any other word.
 
 Plain Python; numpy is used only for the random generator passed to `sample`.
 Never modify the arguments you are given.
+
+What you may not use here (written by `autograder release` from grading.yaml):
+No module or call is forbidden in this component.
+
+Your files, and every file of yours they import, may not use the interpreter's
+back doors, which no solution needs. The grader reads your files before running
+any of them and refuses a file that uses one, even in code that would never
+run: every case of the component fails, and the feedback names the line. An
+attribute counts in any form: `x.name`, `getattr(x, 'name')`, `from x import
+name`, a `case C(name=...)` pattern. Refused:
+
+- these names, as a module (imported in any form, also inside a dotted name) or
+  as an attribute (`np.ctypeslib`): `as_strided`, `bdb`, `builtins`,
+  `cloudpickle`, `codeop`, `copyreg`, `ctypes`, `ctypeslib`, `dill`, `gc`,
+  `importlib`, `inspect`, `marshal`, `mock`, `pdb`, `pickle`, `pkgutil`,
+  `pydoc` and `runpy`
+- importing `autograder`, `cProfile`, `code`, `doctest`, `guard`, `profile`,
+  `seccomp`, `shelve`, `site`, `timeit`, `trace`, `wire`, `worker` or
+  `zipimport`, or any module whose name starts with `_` (`_ctypes`, `__main__`;
+  `from __future__` is fine)
+- the built-ins `__import__`, `breakpoint`, `compile`, `eval`, `exec`,
+  `globals`, `locals` and `vars`, and `__builtins__`, wherever they are named,
+  called or not
+- `getattr`, `setattr`, `delattr`, `hasattr`, `attrgetter` and `methodcaller`,
+  except in a call whose attribute name is a string literal naming nothing
+  listed here (`getattr(self, 'weight', None)` is fine; `g = getattr` and a
+  computed name are not)
+- the frame and traceback attributes `ag_frame`, `cr_frame`, `f_back`,
+  `f_builtins`, `f_code`, `f_globals`, `f_locals`, `gi_frame`, `tb_frame`,
+  `tb_next`, `walk_stack` and `walk_tb`
+- the attributes `ForwardRef`, `_current_frames`, `_getframe`, `addaudithook`,
+  `dictConfig`, `fileConfig`, `get_field`, `get_type_hints`, `meta_path`,
+  `path_hooks`, `path_importer_cache`, `resolve_name`, `setprofile` and
+  `settrace`, on any object: they import, read or run what a string names, or
+  reach the import machinery and the frames
+- on `sys`: `modules` and `monitoring`, and every name that starts with `_`
+  (`sys._getframe`); and `sys` itself, under any name (`os.sys`,
+  `threading._sys`), other than through one of its attributes
+  (`sys.float_info.epsilon` is fine, `s = sys` is not)
+- dunder attributes (`__name__`-style) other than `__call__`, `__class__`,
+  `__doc__`, `__getitem__`, `__init__`, `__len__`, `__module__`, `__name__`,
+  `__qualname__`, `__repr__`, `__str__` and `__version__`
 """
 
 from __future__ import annotations

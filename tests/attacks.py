@@ -38,9 +38,6 @@ class Graded:
             out[test["tags"][0]] = (got + test["score"], most + test["max_score"])
         return out
 
-    def outputs(self, component: str) -> str:
-        return "\n".join(t["output"] for t in self.results.get("tests", []) if t["tags"][0] == component)
-
 
 def grade_cli(folder: Path, tmp_path: Path, components: list[str], *args: str) -> Graded:
     """`autograder grade FOLDER --results R` in a subprocess, as on Gradescope; results.json as written."""
@@ -54,6 +51,14 @@ def grade_cli(folder: Path, tmp_path: Path, components: list[str], *args: str) -
     seconds = time.monotonic() - started
     text = results.read_text() if results.is_file() else "{}"
     return Graded(json.loads(text), seconds, done.returncode, done.stdout + done.stderr)
+
+
+def reported(output: str, prefix: str):
+    """What an attack found out about the walls around it: it raises an error whose message is `prefix` and then
+    JSON on one line, and the grader relays that message as the case's feedback."""
+    line = next((line for line in output.splitlines() if prefix in line), None)
+    assert line is not None, f"the attack did not report ({prefix!r} is not in its feedback): {output[-2000:]}"
+    return json.loads(line.split(prefix, 1)[1])
 
 
 def processes_with(marker: str) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import json
 import re
 import shutil
@@ -14,12 +15,14 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+import torch
 import yaml
 from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
+import bundle_probe
 from autograder.cases import TIMING
 from autograder.collect import load_rubric
-from autograder.expected import Diverged, Recorder, Replay
+from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
 from autograder.run import grade
 from autograder.submission import open_submission
@@ -73,6 +76,16 @@ def test_the_bundle_holds_starter_handouts_notebooks_and_the_visible_cases_only(
         assert got.not_here == len(component.cases) - len(want)
 
 
+def test_the_bundle_holds_the_check_code_of_its_parts_and_no_oracle(part1, bundle):
+    """The grader-only oracles and mistake simulators never ship; of the case modules, only those of the released
+    checks (and what they import) do: part 1's bundle holds no attention or LSTM checks, and no bundle the timing ones."""
+    for folder, modules in ((part1, {"__init__", "common", "ngram", "backprop"}),
+                            (bundle, {"__init__", "common", "ngram", "backprop", "rnn", "lstm", "attention", "causal_mask",
+                                      "transformer", "generation"})):
+        assert not (folder / "autograder" / "oracles").exists()
+        assert {p.stem for p in (folder / "autograder" / "cases").glob("*.py")} == modules
+
+
 def solution_bodies() -> dict[str, str]:
     """Every solution function's body, docstring dropped, in ast.unparse's normal form."""
     bodies = {}
@@ -87,9 +100,9 @@ def solution_bodies() -> dict[str, str]:
 
 
 def solution_lines() -> set[str]:
-    """The lines between the solution markers that no public text holds: the starter's docstrings, the
-    handouts and the grader's own checks state some formulas on purpose (c_t = f * c_prev + i * g)."""
-    public = "\n".join(p.read_text() for folder in ("starter", "assignments", "autograder") for p in (ROOT / folder).rglob("*.[pm][yd]"))
+    """The lines between the solution markers that no public text holds: the starter's docstrings and the
+    handouts state some formulas on purpose (c_t = f * c_prev + i * g). The grader's own code is not exempt."""
+    public = "\n".join(p.read_text() for folder in ("starter", "assignments") for p in (ROOT / folder).rglob("*.[pm][yd]"))
     lines = set()
     for path in SOLUTIONS.glob("*.py"):
         for region in re.findall(r"# BEGIN SOLUTION\n(.*?)# END SOLUTION", path.read_text(), re.S):
@@ -255,10 +268,91 @@ def test_a_bundle_cannot_release_itself(part1, tmp_path):
 
 
 def test_the_recording_is_data_only(bundle):
-    """expected.bin is one wire frame: JSON whose only tags are plain data, and raw array bytes; never pickle."""
+    """expected.bin is one wire frame: JSON whose only tags are plain data, and raw array bytes; never pickle. A
+    float32 case's expected value is a dict of plain data under one string key (expected.ROUNDED)."""
     data = (bundle / "expected.bin").read_bytes()
     header = json.loads(data[4:4 + int.from_bytes(data[:4], "little")])
     tags = set(re.findall(r'"(__[a-z]+__)"', json.dumps(header)))
-    assert tags <= {"__dict__", "__tuple__", "__set__", "__tensor__", "__ndarray__", "__npscalar__", "__float__"}, tags
+    assert tags <= {"__dict__", "__tuple__", "__set__", "__tensor__", "__ndarray__", "__npscalar__", "__float__", ROUNDED}, tags
+    assert ROUNDED in tags  # the visible float32 cases are recorded with their error model
     assert len(header["cases"]) == len(load_rubric(bundle / "grading.yaml").components[0].cases) + sum(
         len(c.cases) for c in load_rubric(bundle / "grading.yaml").components[1:])
+
+
+# ---- the behavioural probe: no function the bundle ships computes a solution's result ----------------------
+
+
+def recorded_solution_calls(rubric, tmp_path, per_function: int = 2) -> list:
+    """The first calls of every solution function (and method) while the grader grades the solutions on every
+    case but the training and timing ones: (function, args, kwargs, result), modules as their weights."""
+    reference = Reference(SOLUTIONS)
+    recorded, counts, originals = [], {}, []
+
+    def recording(name, fn):
+        def call(*args, **kwargs):
+            inputs = data_or_none((args, kwargs)) if counts.get(name, 0) < per_function else None
+            result = fn(*args, **kwargs)
+            output = data_or_none(result) if inputs is not None else None
+            if output is not None:  # an RNG, a model object: not what a bundle function could be given or return
+                recorded.append((name, *inputs, output))
+                counts[name] = counts.get(name, 0) + 1
+            return result
+
+        return call
+
+    for path in sorted(SOLUTIONS.glob("*.py")):
+        module = getattr(reference, path.stem)
+        owners = [module, *(c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__)]
+        for owner in owners:
+            for attr, fn in list(vars(owner).items()):
+                if inspect.isfunction(fn) and fn.__module__ == module.__name__ and attr != "__init__":
+                    originals.append((owner, attr, fn))
+                    setattr(owner, attr, recording(f"{path.name}:{fn.__qualname__}", fn))
+    quick = dataclasses.replace(rubric, components=[dataclasses.replace(c, cases=[k for k in c.cases if k.check not in TIMING
+                                                                                    and k.check != "transformer.training"])
+                                                    for c in rubric.components])
+    try:
+        grade(quick, open_submission(SOLUTIONS, tmp_path / "recording"), secret="probe", expected=Live(reference))
+    finally:
+        for owner, attr, fn in originals:
+            setattr(owner, attr, fn)
+    return recorded
+
+
+def data_or_none(value):
+    try:
+        return bundle_probe.as_data(value)
+    except bundle_probe.NotData:
+        return None
+
+
+def run_probe(bundle: Path, recorded: list, scratch: Path) -> list[list[str]]:
+    torch.save(recorded, scratch / "inputs.pt")
+    proc = subprocess.run([sys.executable, "-I", str(ROOT / "tests" / "bundle_probe.py"), str(bundle), str(scratch / "inputs.pt"),
+                           str(scratch / "found.json")], cwd=scratch, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((scratch / "found.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def solution_calls(rubric, tmp_path_factory):
+    calls = recorded_solution_calls(rubric, tmp_path_factory.mktemp("recording"))
+    assert len({c[0] for c in calls}) >= 20  # every solution function given data (not an RNG or a model object)
+    return calls
+
+
+def test_no_function_in_the_bundle_computes_a_solution_result(bundle, solution_calls, tmp_path):
+    assert run_probe(bundle, solution_calls, tmp_path) == []
+
+
+def test_the_probe_finds_the_grader_only_oracles_if_they_were_shipped(part1, solution_calls, tmp_path):
+    """The probe can fail: the mistake simulators compute the solutions at their default arguments, which is
+    why they live in autograder/oracles/ and no bundle holds them. Planted in a bundle, they are found."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(part1, copy)
+    for name in ("lstm.py", "ngram.py"):
+        shutil.copy(ROOT / "autograder" / "oracles" / name, copy / "autograder" / "cases" / f"planted_{name}")
+    found = run_probe(copy, solution_calls, tmp_path)
+    assert ["autograder/cases/planted_lstm:forward", "lstm.py:lstm_forward"] in found, found
+    assert ["autograder/cases/planted_lstm:step", "lstm.py:lstm_step"] in found, found
+    assert ["autograder/cases/planted_ngram:counts", "ngram.py:count_ngrams"] in found, found

@@ -1,6 +1,7 @@
 """The installed command line, run as TAs and students run it."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -8,6 +9,8 @@ import pytest
 from attacks import tier
 from conftest import ROOT, SOLUTIONS
 
+from autograder.cases import TIMING
+from autograder.release import RULES_BEGIN
 from autograder.sandbox.tiers import ORDER
 
 
@@ -21,10 +24,11 @@ def test_grade_writes_gradescope_results(tmp_path, rubric):
     proc = autograder("grade", str(ROOT / "starter"), "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(results.read_text())
-    assert data["score"] == 0 and data["max_score"] > 0
+    assert data["score"] == 0 and data["extra_data"]["max_score"] > 0 and "max_score" not in data
     for test in data["tests"]:
         assert set(test) >= {"name", "number", "score", "max_score", "status", "visibility", "tags", "output", "output_format"}
-        assert test["status"] == "failed" and test["tags"] == [test["name"][1:].split("]")[0]]
+        timing = ["timing"] if test["extra_data"]["check"] in TIMING else []
+        assert test["status"] == "failed" and test["tags"] == [test["name"][1:].split("]")[0], *timing]
         assert test["tags"][0] in {c.id for c in rubric.components}
         assert test["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
     assert "Total: 0 /" in proc.stdout
@@ -59,13 +63,45 @@ def test_check_runs_visible_cases_and_counts_hidden_ones(tmp_path, rubric):
 
 def test_release_check_fails_when_starter_is_stale(tmp_path):
     (tmp_path / "solutions").mkdir()
-    (tmp_path / "solutions" / "ngram.py").write_text('def f():\n    """Doc."""\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n')
+    (tmp_path / "solutions" / "ngram.py").write_text(f'"""N-grams.\n\n{RULES_BEGIN[".py"]}\n"""\n\n\n'
+                                                     'def f():\n    """Doc."""\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n')
     rubric = (ROOT / "grading.yaml").read_text()
     (tmp_path / "grading.yaml").write_text(rubric)
     assert autograder("--config", str(tmp_path / "grading.yaml"), "release", "--check").returncode == 1
     assert autograder("--config", str(tmp_path / "grading.yaml"), "release").returncode == 0
     assert "raise NotImplementedError" in (tmp_path / "starter" / "ngram.py").read_text()
     assert autograder("--config", str(tmp_path / "grading.yaml"), "release", "--check").returncode == 0
+
+
+# A forbidden name dropped from a handout, from a solution's docstring (which the starter copies) and from a
+# starter docstring: (file, text, the same text without the name).
+DRIFT = [
+    ("assignments/transformer.md", "`LayerNorm` and `GroupNorm`", "`LayerNorm`"),
+    ("solutions/transformer.py", "`layer_norm`, `group_norm` and", "`layer_norm` and"),
+    ("starter/transformer.py", "`native_group_norm` and `instance_norm`", "`native_group_norm`"),
+]
+
+
+def test_release_check_fails_when_the_rules_drift_and_release_restores_them(tmp_path):
+    """The rules in the handouts and starter docstrings are written from grading.yaml and the tamper scan's tables:
+    a copy of the course with a forbidden name dropped in three places is out of date until `release` rewrites it."""
+    shutil.copy(ROOT / "grading.yaml", tmp_path)
+    for folder in ("assignments", "solutions", "starter"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    config = ("--config", str(tmp_path / "grading.yaml"))
+    assert autograder(*config, "release", "--check").returncode == 0
+    for file, text, dropped in DRIFT:
+        path = tmp_path / file
+        assert path.read_text().count(text) == 1, (file, text)
+        path.write_text(path.read_text().replace(text, dropped))
+    stale = autograder(*config, "release", "--check")
+    assert stale.returncode == 1 and all(file in " ".join(stale.stdout.split()) for file, _, _ in DRIFT), stale.stdout
+    refused = autograder(*config, "release", "--out", str(tmp_path / "bundle"))
+    assert refused.returncode == 2 and "assignments/transformer.md" in refused.stdout and not (tmp_path / "bundle").exists()
+    assert autograder(*config, "release").returncode == 0
+    assert autograder(*config, "release", "--check").returncode == 0
+    for file, _, _ in DRIFT:
+        assert (tmp_path / file).read_text() == (ROOT / file).read_text()
 
 
 @pytest.mark.parametrize("required", ORDER)
@@ -77,7 +113,7 @@ def test_require_tier_grades_at_or_above_it_and_refuses_below(tmp_path, required
     proc = autograder("grade", str(SOLUTIONS), "--component", "causal_mask", "--require-tier", required, "--results", str(results))
     data = json.loads(results.read_text())
     if ORDER.index(required) <= ORDER.index(here.name):
-        assert proc.returncode == 0 and data["score"] == data["max_score"] > 0, proc.stdout + proc.stderr
+        assert proc.returncode == 0 and data["score"] == data["extra_data"]["max_score"] > 0, proc.stdout + proc.stderr
         assert data["extra_data"]["isolation"]["tier"] == here.name
     else:
         assert proc.returncode == 2 and data["score"] == 0 and data["tests"] == []

@@ -15,17 +15,20 @@ import pytest
 from attacks import tier
 from conftest import ROOT, SOLUTIONS
 
+from autograder.cases import TIMING
+from autograder.report import results_json
+from autograder.run import CaseResult, GradeRun
+
 SCRIPTS = ("setup.sh", "run_autograder")
 FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
 VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
 NUMBER = {"type": "number"}
-# Gradescope's results.json (gradescope-autograders.readthedocs.io/en/latest/specs/). The top-level
-# score may be left out only when every test has one; max_score is report.py's own addition.
+# Gradescope's results.json (gradescope-autograders.readthedocs.io/en/latest/specs/), and nothing else. The
+# top-level score may be left out only when every test has one; there is no top-level max_score.
 RESULTS_SCHEMA = {
     "type": "object",
     "properties": {
         "score": NUMBER,
-        "max_score": NUMBER,
         "execution_time": {"type": "number", "minimum": 0},
         "output": {"type": "string"},
         "output_format": FORMAT,
@@ -66,16 +69,28 @@ def results_of(root: Path) -> dict:
     return data
 
 
-@pytest.fixture(scope="module")
-def required() -> str:
-    return tier().name
+def test_results_keep_to_gradescopes_keys_and_tag_timing_cases(rubric):
+    """Every case of the rubric, as report.py writes it: the total's maximum sits in extra_data, timing cases carry `timing`."""
+    run = GradeRun(results=[CaseResult(case, True, "Passed.") for component in rubric.components for case in component.cases])
+    data = results_json(run)
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    assert data["extra_data"]["max_score"] == sum(c.points for comp in rubric.components for c in comp.cases) > 0
+    assert any(r.case.check in TIMING for r in run.results)
+    assert [t["tags"] for t in data["tests"]] == [[r.case.component, *(["timing"] if r.case.check in TIMING else [])] for r in run.results]
 
 
 @pytest.fixture(scope="module")
-def env(required):
+def env():
     """The scripts' environment: pip's configured indexes only (this machine reaches no PyTorch index); as
-    root, the scripts' own default tier (root) is the one tested."""
-    return {**os.environ, "AUTOGRADER_TORCH_INDEX": "", **({} if required == "root" else {"AUTOGRADER_REQUIRE_TIER": required})}
+    root, the scripts' own default tier (root) is the one tested, else the strongest this user has."""
+    return {**os.environ, "AUTOGRADER_TORCH_INDEX": "", **({} if os.geteuid() == 0 else {"AUTOGRADER_REQUIRE_TIER": tier().name})}
+
+
+@pytest.fixture(scope="module")
+def required(setup) -> str:
+    """The tier the scripts must reach: the strongest here once setup.sh has run (it installs bubblewrap, which can
+    make the root tier available where it was not before)."""
+    return tier().name
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +163,7 @@ def test_run_autograder_grades_a_submission(setup, env, rubric, required):
     data = results_of(root)
     assert data["extra_data"]["isolation"]["tier"] == required
     assert data["score"] == sum(c.points for c in rubric.component("ngram").cases)
-    assert data["max_score"] == sum(c.points for comp in rubric.components for c in comp.cases)
+    assert data["extra_data"]["max_score"] == sum(c.points for comp in rubric.components for c in comp.cases)
     assert all(t["status"] == "passed" for t in data["tests"] if t["tags"] == ["ngram"])
     assert any("SyntaxError" in t["output"] for t in data["tests"] if t["tags"] == ["backprop"])
 

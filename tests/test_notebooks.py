@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, SOLUTIONS, grade_folder, scores_by_component
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.release import rules_text
 from autograder.release.notebooks import Handout, render_notebook, write_notebook
 from autograder.submission import CHECK_TAG, MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES, NotebookError, SubmissionError, notebook_code, open_submission
 
@@ -139,6 +140,17 @@ def test_generated_notebook_gives_back_the_starter(starter):
     code = notebook_code(nbformat.writes(notebook).encode(), starter.with_suffix(".ipynb").name)
     names = lambda tree: [getattr(node, "name", None) or ast.unparse(node)[:40] for node in tree.body]
     assert names(ast.parse(code)) == names(ast.parse(starter.read_text()))
+
+
+def test_generated_notebook_states_the_rules_in_the_handout_and_the_docstring(rubric):
+    """The rules `autograder release` writes reach the notebook twice: the handout's section, and the starter's docstring."""
+    transformer = rubric.component("transformer")
+    handout = Handout("transformer", transformer.title, (ROOT / "assignments" / "transformer.md").read_text())
+    notebook = render_notebook("transformer.py", (ROOT / "starter" / "transformer.py").read_text(), [handout])
+    markdown = [c.source for c in notebook.cells if c.cell_type == "markdown"]
+    assert any(cell.startswith("\n".join(rules_text([transformer], markdown=True))) for cell in markdown)
+    docstring = ast.get_docstring(ast.parse(next(c.source for c in notebook.cells if c.cell_type == "code")))
+    assert docstring.endswith("\n".join(rules_text([transformer], markdown=False))) and "`group_norm`" in docstring
 
 
 def test_check_cell_checks_the_saved_notebook_from_the_bundle(rubric, tmp_path):

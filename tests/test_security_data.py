@@ -2,17 +2,23 @@
 
 Each attack is solutions/ with code appended to one file (it runs when the worker imports the
 file, and a `def` there replaces the solution's function for every caller), plus a helper module
-where the route needs one. Each test asserts
-that the cases exercising the attack earn nothing, that a component graded from another file
-keeps full marks, and that grading ends in bounded time. Every attack is written to win against
-a grader without the defence in question: one that compared in the student's process, trusted
-what the student's process printed, let expected values live beside student code, or reused
-inputs.
+where the route needs one. Every attack is written to win against a grader without the defence in
+question: one that compared in the student's process, trusted what the student's process printed,
+let expected values live beside student code, reused inputs, or had no guard.
+
+Each test asserts which defence stopped the attack, by the words the grader reports for it (`stopped`):
+the tamper scan's finding with its line, the guard's record of a forbidden call with its line, the
+parent's own comparison, the wire's refusal of what is not plain data. An attack that the static
+tamper scan refuses is graded twice: once as submitted, to show the scan names it before any worker
+starts (REFUSED), and once with the scans switched off (`scans_off`), to show the runtime defence
+behind the scan holds on its own; but for SHADOW, which only the scan stops. Where an attack is graded
+with another component, that component keeps full marks, and grading ends in bounded time.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,14 +27,24 @@ import numpy as np
 import pytest
 from conftest import SOLUTIONS, grade_folder, scores_by_component, solutions_with
 
-from autograder.cases import CHECKS
+from autograder.cases import CHECKS, TIMING
 from autograder.expected import Live
+from autograder.forbidden import WHY
 from autograder.reference import Reference
-from autograder.run import CaseResult, GradeRun
+from autograder.run import GradeRun
+from autograder.sandbox.process import Limits
 from autograder.trial import Trial
 
 BOUND_S = 60  # a whole grading of two components, attack included
 PARTNER = {"backprop.py": "ngram", "ngram.py": "backprop", "attention.py": "backprop", "lstm.py": "backprop"}
+
+# What the grader says when each defence stops an attack:
+GUARD = "Uses what this component forbids: "  # the worker's guard recorded a forbidden call (run.py)
+COMPARED = re.compile(r"differs? from the reference")  # the parent's own comparison, of arrays, entries or numbers
+NOT_DATA = "cannot be sent back as data"  # the wire sends only plain data: anything else stays in the worker behind a handle
+RAISED = "Your code raised "  # the worker caught what the student's code raised and reported it as a failure
+CRASHED = "Your code crashed the process running it: "  # the worker died; only that case fails
+REFUSED_REPLY = "Your code sent back something the grader cannot accept: "  # the parent's checks on a reply's frame
 
 
 def attack(tmp_path: Path, file: str, code: str, **helpers: str) -> Path:
@@ -51,11 +67,42 @@ def grade_attack(rubric, folder: Path, tmp_path: Path, file: str, component: str
     return run
 
 
-def earn_nothing(run: GradeRun, checks: set[str]) -> list[CaseResult]:
-    """The cases of `checks` (there are some) all fail; returns them."""
+@pytest.fixture(scope="module")
+def untimed_rubric(rubric):
+    """The real rubric without its timing cases: where an attack fails the whole component, they only add time."""
+    return dataclasses.replace(rubric, components=[dataclasses.replace(c, cases=[k for k in c.cases if k.check not in TIMING])
+                                                   for c in rubric.components])
+
+
+@pytest.fixture
+def scans_off(monkeypatch):
+    """The parent's static scans switched off for one test: the attack reaches the worker, so whatever stops it
+    there is shown to be a runtime defence alone."""
+    monkeypatch.setattr("autograder.run.scan_submission", lambda *args, **kwargs: [])
+
+
+def stopped(run: GradeRun, checks: set[str], *because: str | re.Pattern) -> None:
+    """Every case of `checks` (each has some) failed, and each case's feedback says every one of `because`: the
+    words of the defence that stopped the attack."""
     hit = [r for r in run.results if r.case.check in checks]
-    assert hit and not any(r.passed for r in hit), [r.case.name for r in hit if r.passed]
-    return hit
+    assert {r.case.check for r in hit} == checks, f"no cases of {checks - {r.case.check for r in hit}}"
+    wrong = [(r.case.name, r.output) for r in hit if r.passed or not all(_says(r.output, reason) for reason in because)]
+    assert not wrong, f"expected every case to fail saying {because}; these did not: {wrong}"
+
+
+def _says(output: str, reason: str | re.Pattern) -> bool:
+    return bool(reason.search(output)) if isinstance(reason, re.Pattern) else reason in output
+
+
+def checks_of(run: GradeRun, component: str) -> set[str]:
+    return {r.case.check for r in run.results if r.case.component == component}
+
+
+def line_of(folder: Path, file: str, text: str) -> int:
+    """The line of `file` in the graded submission that holds `text` (it must hold it once)."""
+    lines = [n for n, line in enumerate((folder / file).read_text().splitlines(), 1) if text in line]
+    assert len(lines) == 1, f"{text!r} must be on exactly one line of {file}: {lines}"
+    return lines[0]
 
 
 # ---- 1. printing fake pass lines ------------------------------------------------------------------
@@ -63,23 +110,25 @@ def earn_nothing(run: GradeRun, checks: set[str]) -> list[CaseResult]:
 FAKE_PASS = 'Passed.\n{"score": 100, "tests": [{"name": "softmax", "score": 4, "max_score": 4}]}\nAll tests passed\n'
 UNIFORM = "    return np.full_like(z, 1.0 / z.shape[-1])  # wrong: every row uniform\n"
 # Each prints pass lines (at import too) and returns a wrong softmax: a grader that read the
-# student process's output or exit status would count it. The worker's output goes to /dev/null.
+# student process's output or exit status would count it. The worker's output goes to /dev/null,
+# and a case passes only on the parent's own comparison: (how, body, what the grader says instead).
 PRINTING = [
-    ("stdout", "    print(FAKE)\n" + UNIFORM),
-    ("stderr", "    print(FAKE, file=sys.stderr)\n" + UNIFORM),
-    ("raw descriptors", "    os.write(1, FAKE.encode())\n    os.write(2, FAKE.encode())\n" + UNIFORM),
-    ("then exit status 0", "    print(FAKE)\n    sys.exit(0)\n"),
-    ("then the process exits 0", "    print(FAKE, flush=True)\n    os._exit(0)\n"),
-    ("as an exception's message", "    raise RuntimeError(FAKE)\n"),
+    ("stdout", "    print(FAKE)\n" + UNIFORM, COMPARED),
+    ("stderr", "    print(FAKE, file=sys.stderr)\n" + UNIFORM, COMPARED),
+    ("raw descriptors", "    os.write(1, FAKE.encode())\n    os.write(2, FAKE.encode())\n" + UNIFORM, COMPARED),
+    ("then exit status 0", "    print(FAKE)\n    sys.exit(0)\n", RAISED + "SystemExit: 0"),
+    ("then the process exits 0", "    print(FAKE, flush=True)\n    os._exit(0)\n", CRASHED + "the worker process exited with status 0"),
+    ("as an exception's message", "    raise RuntimeError(FAKE)\n", RAISED + "RuntimeError: Passed."),
 ]
 
 
-@pytest.mark.parametrize("how, body", PRINTING, ids=[p[0] for p in PRINTING])
-def test_printed_pass_lines_count_for_nothing(rubric, tmp_path, capfd, how, body):
-    """Threat: fake "Passed." lines, Gradescope JSON and "All tests passed" on stdout, stderr or the raw descriptors."""
+@pytest.mark.parametrize("how, body, because", PRINTING, ids=[p[0] for p in PRINTING])
+def test_printed_pass_lines_count_for_nothing(rubric, tmp_path, capfd, how, body, because):
+    """Threat: fake "Passed." lines, Gradescope JSON and "All tests passed" on stdout, stderr or the raw descriptors,
+    or a clean exit. Defence: the parent's own comparison, or the worker's report that the student's code exited."""
     code = f"import os\nimport sys\n\nFAKE = {FAKE_PASS!r}\nprint(FAKE)\n\n\ndef softmax(z):\n{body}"
     run = grade_attack(rubric, attack(tmp_path, "backprop.py", code), tmp_path, "backprop.py", "backprop")
-    earn_nothing(run, {"backprop.softmax"})
+    stopped(run, {"backprop.softmax"}, because)
     printed = capfd.readouterr()
     assert "All tests passed" not in printed.out + printed.err  # nothing the worker prints reaches the grader's output
 
@@ -113,8 +162,8 @@ torch.testing.assert_close = lambda *args, **kwargs: None
 def causal_mask(T, device=None):
     return torch.ones(T, T, dtype=torch.bool, device=device).triu(1)  # wrong: the future only
 """
-# builtins reached through sys.modules, which the tamper scan does not see when sys is os's
-# attribute fetched by a literal name: judge.py's numbers are compared with the built-in abs.
+# judge.py compares numbers with the built-in abs. The builtins are reached through sys.modules, with
+# sys fetched as os's attribute by a literal name: the tamper scan refuses that `getattr` (see REFUSED).
 BUILTIN_PATCHES = """\
 import os
 
@@ -126,18 +175,22 @@ _builtins.round = lambda x, *args: 0.0
 def cross_entropy(logits, targets):
     return 0.0
 """
+# A visible case shows both numbers, a hidden one only that they differ.
+NUMBER_COMPARED = re.compile(r": expected \S+, got 0\.|: the value differs from the reference")
 PATCHING = [
-    ("numpy, math, unittest", "backprop.py", "backprop", NUMPY_PATCHES, {"backprop.softmax"}),
-    ("builtins abs and round", "backprop.py", "backprop", BUILTIN_PATCHES, {"backprop.cross_entropy"}),
-    ("torch", "attention.py", "causal_mask", TORCH_PATCHES, {"causal_mask.values", "causal_mask.no_future_leak", "causal_mask.prefix"}),
+    ("numpy, math, unittest", "backprop.py", "backprop", NUMPY_PATCHES, {"backprop.softmax"}, COMPARED),
+    ("builtins abs and round", "backprop.py", "backprop", BUILTIN_PATCHES, {"backprop.cross_entropy"}, NUMBER_COMPARED),
+    ("torch", "attention.py", "causal_mask", TORCH_PATCHES, {"causal_mask.values", "causal_mask.no_future_leak", "causal_mask.prefix"},
+     COMPARED),
 ]
 
 
-@pytest.mark.parametrize("library, file, component, code, checks", PATCHING, ids=[p[0] for p in PATCHING])
-def test_patched_comparison_helpers_fool_nothing(rubric, tmp_path, library, file, component, code, checks):
-    """Threat: the comparison helpers a naive grader calls, patched at import time to report a match."""
+@pytest.mark.parametrize("library, file, component, code, checks, because", PATCHING, ids=[p[0] for p in PATCHING])
+def test_patched_comparison_helpers_fool_nothing(rubric, tmp_path, scans_off, library, file, component, code, checks, because):
+    """Threat: the comparison helpers a naive grader calls, patched at import time to report a match.
+    Defence: the parent compares, with its own modules. The static scans are off, so the patches all run."""
     run = grade_attack(rubric, attack(tmp_path, file, code), tmp_path, file, component)
-    earn_nothing(run, checks)
+    stopped(run, checks, because)
 
 
 # ---- 3. returning objects that lie ----------------------------------------------------------------
@@ -294,109 +347,136 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return _right(Q, K, V, mask).to(torch.float32 if Q.dtype == torch.float64 else torch.float64)
 """
 ATTENTION = {"attention.scaled", "attention.self_attention", "attention.cross_attention"}
+# (liar, file, component, code, checks, what the grader says). A subclass of a plain type stays in the worker:
+# the parent gets a handle, never the object. A dict subclass is rebuilt from its items as a plain dict.
 LYING = [
-    ("an ndarray subclass", "backprop.py", "backprop", LYING_ARRAY, {"backprop.softmax"}, "cannot be sent back as data"),
+    ("an ndarray subclass", "backprop.py", "backprop", LYING_ARRAY, {"backprop.softmax"}, f"expected a numpy array, got an object that {NOT_DATA}"),
     ("an object with lying __eq__, __sub__, __float__, __len__", "backprop.py", "backprop", LIAR,
-     {"backprop.softmax", "backprop.cross_entropy"}, "cannot be sent back as data"),
-    ("a float subclass", "backprop.py", "backprop", LYING_FLOAT, {"backprop.cross_entropy"}, "expected a real number"),
-    ("a list subclass", "ngram.py", "ngram", LYING_LIST, {"ngram.padding"}, "expected a list"),
+     {"backprop.softmax", "backprop.cross_entropy"}, NOT_DATA),
+    ("a float subclass", "backprop.py", "backprop", LYING_FLOAT, {"backprop.cross_entropy"},
+     f"expected a real number, got an object that {NOT_DATA}"),
+    ("a list subclass", "ngram.py", "ngram", LYING_LIST, {"ngram.padding"}, "got [<remote <LyingList object in the worker>>"),
     ("a dict subclass", "ngram.py", "ngram", LYING_DICT, {"ngram.counts"}, "keys missing"),
-    ("a Tensor subclass", "attention.py", "causal_mask", LYING_TENSOR, {"causal_mask.values"}, "cannot be sent back as data"),
-    ("NaN where a value is expected", "attention.py", "attention", NAN_TENSOR, ATTENTION, "NaN or Inf"),
-    ("the other float dtype", "attention.py", "attention", OTHER_DTYPE, ATTENTION, "expected dtype"),
+    ("a Tensor subclass", "attention.py", "causal_mask", LYING_TENSOR, {"causal_mask.values"},
+     f"expected a torch tensor, got an object that {NOT_DATA}"),
+    ("NaN where a value is expected", "attention.py", "attention", NAN_TENSOR, ATTENTION, "entries are NaN or Inf where the reference has"),
+    ("the other float dtype", "attention.py", "attention", OTHER_DTYPE, {"attention.scaled"}, "expected dtype float"),
 ]
 
 
-@pytest.mark.parametrize("liar, file, component, code, checks, feedback", LYING, ids=[p[0] for p in LYING])
-def test_objects_that_lie_score_nothing(rubric, tmp_path, liar, file, component, code, checks, feedback):
-    """Threat: a returned object whose comparisons, conversions or length lie, or a value of the wrong kind."""
+@pytest.mark.parametrize("liar, file, component, code, checks, because", LYING, ids=[p[0] for p in LYING])
+def test_objects_that_lie_score_nothing(rubric, tmp_path, liar, file, component, code, checks, because):
+    """Threat: a returned object whose comparisons, conversions or length lie, or a value of the wrong kind.
+    Defence: the wire's exact types (sandbox/wire.py), then the parent's own checks of type, dtype and NaN pattern."""
     run = grade_attack(rubric, attack(tmp_path, file, code), tmp_path, file, component)
-    hit = earn_nothing(run, checks)
-    assert any(feedback in r.output for r in hit), hit[0].output
+    stopped(run, checks, because)
 
 
 # ---- 4. walking the heap or the stack for expected values -------------------------------------------
 
-# Each returns what it finds of the expected gradient: an array of the logits' shape and dtype whose
-# rows sum to 0 somewhere on the heap, or a caller's local named `want`. Run in the grader's own
-# process, each of the four passes the cross_entropy_backward check (the check holds `want` in a
-# local and in its hints' closures while it calls the student). The first two are what the tamper
-# scan refuses; the last two reach the same through pydoc.locate and traceback, which it does not
-# flag: whether or not a scan sees them, the worker holds no expected value to find.
-FIND_ON_HEAP = """\
+# Each returns what it finds of the expected gradient of cross_entropy_backward (an array shaped like
+# the logits whose rows sum to 0): on the heap, among the locals of the frames up the stack, or among
+# their reprs, captured by traceback. Finding none, it says so, naming how much it searched.
+IS_ANSWER = """\
+def is_answer(obj, logits):
+    \"\"\"The gradient of a mean cross-entropy: an array shaped like the logits whose rows sum to 0.\"\"\"
+    return (type(obj) is np.ndarray and obj is not logits and obj.shape == logits.shape and obj.dtype == logits.dtype
+            and np.allclose(obj.sum(axis=1), 0))
+
+
+"""
+SEARCH_HEAP = IS_ANSWER + """\
 def cross_entropy_backward(logits, targets):
+    seen = 0
     for holder in heap.get_objects():
         for obj in heap.get_referents(holder):
-            if (type(obj) is np.ndarray and obj is not logits and obj.shape == logits.shape
-                    and obj.dtype == logits.dtype and np.allclose(obj.sum(axis=1), 0)):
+            seen += 1
+            if is_answer(obj, logits):
                 return obj.copy()
-    return np.zeros_like(logits)
+    raise LookupError(f"no expected gradient among the {seen} objects on the heap")
 """
-SEARCHING = [
-    ("gc", "import gc as heap\n\n\n" + FIND_ON_HEAP),
-    ("frames", """\
-import sys
-
-
+SEARCHES = {
+    "gc": "import gc as heap\n\n\n" + SEARCH_HEAP,
+    "gc through pydoc.locate": "import pydoc\n\nheap = pydoc.locate('gc')\n\n\n" + SEARCH_HEAP,
+    "frames": "import sys\n\n\n" + IS_ANSWER + """\
 def cross_entropy_backward(logits, targets):
-    frame = sys._getframe(1)
+    frames, frame = 0, sys._getframe(1)
     while frame is not None:
-        for name in ("want", "expected", "reference"):
-            if type(frame.f_locals.get(name)) is np.ndarray:
-                return frame.f_locals[name].copy()
+        frames += 1
+        for value in frame.f_locals.values():
+            if is_answer(value, logits):
+                return value.copy()
         frame = frame.f_back
-    return np.zeros_like(logits)
-"""),
-    ("gc through pydoc.locate", "import pydoc\n\nheap = pydoc.locate('gc')\n\n\n" + FIND_ON_HEAP),
-    ("frames through traceback", """\
+    raise LookupError(f"no expected gradient among the locals of the {frames} frames up the stack")
+""",
+    "frames through traceback": """\
 import re
 import traceback
 
 np.set_printoptions(precision=17, threshold=1 << 20)  # reprs exact enough to rebuild an array
 
 
+""" + IS_ANSWER + """\
 def cross_entropy_backward(logits, targets):
-    for frame in traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True):
-        text = (frame.locals or {}).get("want", "")
-        if text.startswith("array("):
-            numbers = re.findall(r"[-+]?[0-9.]+(?:e[-+]?[0-9]+)?", text.split("dtype")[0])
-            return np.array(numbers, dtype=logits.dtype).reshape(logits.shape)
-    return np.zeros_like(logits)
-"""),
-]
+    frames = traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)
+    for text in (text for frame in frames for text in (frame.locals or {}).values() if text.startswith("array(")):
+        numbers = re.findall(r"[-+]?[0-9.]+(?:e[-+]?[0-9]+)?", text.split("dtype")[0])
+        if len(numbers) == logits.size and is_answer(found := np.array(numbers, dtype=logits.dtype).reshape(logits.shape), logits):
+            return found
+    raise LookupError(f"no expected gradient among the locals of the {len(frames)} frames up the stack")
+""",
+}
 
 
-@pytest.mark.parametrize("route, code", SEARCHING, ids=[s[0] for s in SEARCHING])
-def test_expected_values_are_not_in_the_worker(rubric, tmp_path, route, code):
-    """Threat: gc.get_objects() or a walk up the stack for the expected answer, with and without names the tamper scan knows."""
-    run = grade_attack(rubric, attack(tmp_path, "backprop.py", code), tmp_path, "backprop.py", "backprop")
-    earn_nothing(run, {"backprop.cross_entropy_backward"})
+@pytest.mark.parametrize("route", list(SEARCHES))
+def test_expected_values_are_not_in_the_worker(rubric, tmp_path, scans_off, route):
+    """Threat: gc.get_objects() or a walk up the stack for the expected answer. Defence: the trust boundary itself,
+    expected values never enter the worker. The static scans are off (they refuse every route here: see REFUSED),
+    so each search runs, and each says it found nothing."""
+    run = grade_attack(rubric, attack(tmp_path, "backprop.py", SEARCHES[route]), tmp_path, "backprop.py", "backprop")
+    stopped(run, {"backprop.cross_entropy_backward"}, RAISED + "LookupError: no expected gradient among the ")
+
+
+@pytest.mark.parametrize("route", list(SEARCHES))
+def test_each_search_finds_expected_values_where_they_are(rubric, route):
+    """The control for the test above: in the grader's own process, where the check holds its expected gradient
+    while it calls the student, each search finds it and the case passes. Finding nothing in the worker is
+    therefore the worker's doing, not the search's."""
+    case = next(c for c in rubric.component("backprop").cases if c.check == "backprop.cross_entropy_backward" and c.visible)
+    found: dict = {"np": np}
+    with np.printoptions():  # the traceback route changes numpy's print options
+        exec(SEARCHES[route], found)
+        student = SimpleNamespace(backprop=SimpleNamespace(cross_entropy_backward=found["cross_entropy_backward"]))
+        CHECKS[case.check](Trial(case, student, Live(Reference(SOLUTIONS)), secret="tests"), **case.params)  # CaseFailed otherwise
 
 
 # ---- 5. mutating inputs, replaying outputs, predicting seeds ---------------------------------------
 
 # A wrong answer, and the input rewritten to match it: a grader that computed the reference after
-# the call, from the same object, would expect exactly that answer.
+# the call, from the same object, would expect exactly that answer. The parent computes from its own
+# pristine copy, and compares what it placed in the worker, fetched back, with that copy.
 MUTATING = [
     ("a numpy input", "backprop.py", "backprop", """\
 def softmax(z):
     z[...] = 0.0  # softmax(0) is uniform
     return np.full_like(z, 1.0 / z.shape[-1])
-""", {"backprop.softmax", "backprop.inputs_unchanged"}),
+""", {"backprop.softmax": COMPARED, "backprop.inputs_unchanged": "softmax modified its argument `z` in place"}),
     ("a tensor input", "attention.py", "attention", """\
 def scaled_dot_product_attention(Q, K, V, mask=None):
     with torch.no_grad():
         V.zero_()  # attention over zero values is zero
     return torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype, requires_grad=True)
-""", {"attention.scaled"}),
+""", {"attention.scaled": "the argument V afterwards (inputs must not be modified in place)"}),
 ]
 
 
-@pytest.mark.parametrize("what, file, component, code, checks", MUTATING, ids=[m[0] for m in MUTATING])
-def test_inputs_mutated_in_place_gain_nothing(rubric, tmp_path, what, file, component, code, checks):
-    """Threat: the student's function rewrites its inputs in place so that a reference computed afterwards agrees."""
+@pytest.mark.parametrize("what, file, component, code, because", MUTATING, ids=[m[0] for m in MUTATING])
+def test_inputs_mutated_in_place_gain_nothing(rubric, tmp_path, what, file, component, code, because):
+    """Threat: the student's function rewrites its inputs in place so that a reference computed afterwards agrees.
+    Defence: the parent's pristine copies (the reference is computed from them, the inputs are compared with them)."""
     run = grade_attack(rubric, attack(tmp_path, file, code), tmp_path, file, component)
-    earn_nothing(run, checks)
+    for check, reason in because.items():
+        stopped(run, {check}, reason)
 
 
 def predicted_softmax_answers(rubric) -> dict[str, tuple[str, list]]:
@@ -417,7 +497,8 @@ def predicted_softmax_answers(rubric) -> dict[str, tuple[str, list]]:
 
 
 def test_predicted_seeds_and_replayed_answers_fail_hidden_cases(rubric, tmp_path):
-    """Threat: answers precomputed for inputs drawn from a guessed seed, replayed for any input of the same shape."""
+    """Threat: answers precomputed for inputs drawn from a guessed seed, replayed for any input of the same shape.
+    Defence: fresh inputs, drawn for hidden cases from the secret."""
     # Against a grader whose hidden inputs came from a predictable seed, every case would pass; the
     # visible cases do (their inputs are public by design), which shows the prediction works.
     code = f"""\
@@ -439,60 +520,23 @@ def softmax(z):
     softmax = [r for r in run.results if r.case.check == "backprop.softmax"]
     assert all(r.passed for r in softmax if r.case.visible)
     hidden = [r for r in softmax if not r.case.visible]
-    assert hidden and not any(r.passed for r in hidden)
+    assert hidden and all(not r.passed and COMPARED.search(r.output) for r in hidden), [(r.case.name, r.output) for r in hidden]
 
 
 # ---- 6. forbidden built-ins reached indirectly -----------------------------------------------------
 
 LSTM_STEP = "def lstm_step(x_t, h_prev, c_prev, W_ih, W_hh, b):\n    return {}(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n"
+LSTM_CALL = "(x_t, (h_prev, c_prev), W_ih, W_hh, b)"  # the line lstm_step makes its call on
 SDPA = """\
 def scaled_dot_product_attention(Q, K, V, mask=None):
     out = {}(Q, K, V, attn_mask=mask)
     return out if mask is None else out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
 """
+SDPA_CALL = "(Q, K, V, attn_mask=mask)"
 TORCH_SOFTMAX = "def softmax(z):\n    return TORCH.softmax(TORCH.from_numpy(z), dim=-1).numpy()\n"
-# Each would compute a right answer with what the component forbids (torch in backprop, PyTorch's
-# LSTM kernels in lstm, its attention in attention), hidden from a scan of the written names.
-REACHING = [
-    ("lstm: getattr with a built string", "lstm.py", "lstm",
-     LSTM_STEP.format("getattr(getattr(torch, '_' + 'VF'), 'lstm' + '_cell')"), {}),
-    ("lstm: importlib with a built string", "lstm.py", "lstm",
-     "import importlib\n\n\n" + LSTM_STEP.format("importlib.import_module('torch.' + '_VF').lstm_cell"), {}),
-    ("lstm: a helper module", "lstm.py", "lstm", "from helpers import cell\n\n\n" + LSTM_STEP.format("cell"),
-     {"helpers": "import torch\n\ncell = torch._VF.lstm_cell\n"}),
-    ("lstm: torch.ops.aten", "lstm.py", "lstm", LSTM_STEP.format("torch.ops.aten.lstm_cell"), {}),
-    ("lstm: the C namespace by a literal name", "lstm.py", "lstm",
-     LSTM_STEP.format("getattr(torch._C, '_VariableFunctions').lstm_cell"), {}),
-    ("lstm: functools.partial at import", "lstm.py", "lstm",
-     "import functools\n\nfused = functools.partial(torch.lstm_cell)\n\n\n" + LSTM_STEP.format("fused"), {}),
-    ("lstm: an alias bound at import", "lstm.py", "lstm", "from torch import lstm_cell as fused\n\n\n" + LSTM_STEP.format("fused"), {}),
-    ("lstm: sys.modules", "lstm.py", "lstm", "import sys\n\n\n" + LSTM_STEP.format("sys.modules['torch'].lstm_cell"), {}),
-    ("lstm: __import__ with a built string", "lstm.py", "lstm", LSTM_STEP.format("__import__('to' + 'rch').lstm_cell"), {}),
-    ("lstm: a subclass", "lstm.py", "lstm", "from torch.nn.modules import rnn as recurrent\n\n\nclass Cell(recurrent.LSTMCell):\n    pass\n", {}),
-    # The guard's stand-in for torch._C._VariableFunctions keeps the real namespace in `.target`.
-    ("lstm: the guard's shadow namespace", "lstm.py", "lstm",
-     LSTM_STEP.format("getattr(torch._C, '_VariableFunctions').target.lstm_cell"), {}),
-    # The kernels also live on torch._C._VariableFunctionsClass, which the guard leaves alone.
-    ("lstm: the kernels' class namespace", "lstm.py", "lstm",
-     LSTM_STEP.format("getattr(torch._C, '_VariableFunctionsClass').lstm_cell"), {}),
-    ("attention: torch._C._nn", "attention.py", "attention", SDPA.format("torch._C._nn.scaled_dot_product_attention"), {}),
-    ("attention: sys.modules", "attention.py", "attention",
-     "import sys\n\n\n" + SDPA.format("sys.modules['torch.nn.functional'].scaled_dot_product_attention"), {}),
-    ("attention: functools.partial at import", "attention.py", "attention",
-     "import functools\n\nimport torch.nn.functional as F\n\nfused = functools.partial(F.scaled_dot_product_attention)\n\n\n"
-     + SDPA.format("fused"), {}),
-    ("attention: a subclass", "attention.py", "attention",
-     "from torch.nn.modules import activation\n\n\nclass Attention(activation.MultiheadAttention):\n    pass\n", {}),
-    # The guard swaps torch.ops.aten.<name> only for torch._VF's kernels.
-    ("attention: torch.ops.aten", "attention.py", "attention", SDPA.format("torch.ops.aten.scaled_dot_product_attention"), {}),
-    ("backprop: __import__ with a built string", "backprop.py", "backprop", "TORCH = __import__('to' + 'rch')\n\n\n" + TORCH_SOFTMAX, {}),
-    ("backprop: importlib with a built string", "backprop.py", "backprop",
-     "import importlib\n\nTORCH = importlib.import_module('to' + 'rch')\n\n\n" + TORCH_SOFTMAX, {}),
-    ("backprop: a helper module", "backprop.py", "backprop", "from helpers import TORCH\n\n\n" + TORCH_SOFTMAX,
-     {"helpers": "import torch as TORCH\n"}),
-    # sys reached as os's attribute by a literal name, the guard taken off sys.meta_path, then torch
-    # imported through importlib as found in sys.modules: none of it is a name the scans flag.
-    ("backprop: the import guard removed", "backprop.py", "backprop", """\
+LSTM_CELL = "call of torch._VF.lstm_cell"
+SDPA_FN = "call of torch.nn.functional.scaled_dot_product_attention"
+GUARD_OFF = """\
 import os
 
 _sys = getattr(os, "sys")
@@ -500,37 +544,187 @@ _sys.meta_path[:] = [finder for finder in _sys.meta_path if type(finder).__name_
 TORCH = _sys.modules["importlib"].import_module("to" + "rch")
 
 
-""" + TORCH_SOFTMAX, {}),
+""" + TORCH_SOFTMAX
+# Each would compute a right answer with what the component forbids (torch in backprop, PyTorch's LSTM
+# kernels in lstm, its attention in attention), hidden from a scan of the written names. The guard in
+# the worker replaces each forbidden call wherever a loaded module holds it, and records who called a
+# stand-in, with the line: (route, file, component, code, helpers, (what the guard records, file, text of the line)).
+REACHING = [
+    ("lstm: getattr with a built string", "lstm.py", "lstm",
+     LSTM_STEP.format("getattr(getattr(torch, '_' + 'VF'), 'lstm' + '_cell')"), {}, (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: importlib with a built string", "lstm.py", "lstm",
+     "import importlib\n\n\n" + LSTM_STEP.format("importlib.import_module('torch.' + '_VF').lstm_cell"), {}, (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: a helper module", "lstm.py", "lstm", "from helpers import cell\n\n\n" + LSTM_STEP.format("cell"),
+     {"helpers": "import torch\n\ncell = torch._VF.lstm_cell\n"}, (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: torch.ops.aten", "lstm.py", "lstm", LSTM_STEP.format("torch.ops.aten.lstm_cell"), {}, (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: the C namespace by a literal name", "lstm.py", "lstm",
+     LSTM_STEP.format("getattr(torch._C, '_VariableFunctions').lstm_cell"), {}, (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: the kernels' class namespace", "lstm.py", "lstm",
+     LSTM_STEP.format("getattr(torch._C, '_VariableFunctionsClass').lstm_cell"), {}, (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: functools.partial at import", "lstm.py", "lstm",
+     "import functools\n\nfused = functools.partial(torch.lstm_cell)\n\n\n" + LSTM_STEP.format("fused"), {}, (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: an alias bound at import", "lstm.py", "lstm", "from torch import lstm_cell as fused\n\n\n" + LSTM_STEP.format("fused"), {},
+     (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: sys.modules", "lstm.py", "lstm", "import sys\n\n\n" + LSTM_STEP.format("sys.modules['torch'].lstm_cell"), {},
+     (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: __import__ with a built string", "lstm.py", "lstm", LSTM_STEP.format("__import__('to' + 'rch').lstm_cell"), {},
+     (LSTM_CELL, "lstm.py", LSTM_CALL)),
+    ("lstm: a subclass", "lstm.py", "lstm", "from torch.nn.modules import rnn as recurrent\n\n\nclass Cell(recurrent.LSTMCell):\n    pass\n", {},
+     ("call of torch.nn.LSTMCell", "lstm.py", "class Cell(")),
+    ("attention: torch._C._nn", "attention.py", "attention", SDPA.format("torch._C._nn.scaled_dot_product_attention"), {},
+     (SDPA_FN, "attention.py", SDPA_CALL)),
+    ("attention: sys.modules", "attention.py", "attention",
+     "import sys\n\n\n" + SDPA.format("sys.modules['torch.nn.functional'].scaled_dot_product_attention"), {}, (SDPA_FN, "attention.py", SDPA_CALL)),
+    ("attention: functools.partial at import", "attention.py", "attention",
+     "import functools\n\nimport torch.nn.functional as F\n\nfused = functools.partial(F.scaled_dot_product_attention)\n\n\n"
+     + SDPA.format("fused"), {}, (SDPA_FN, "attention.py", SDPA_CALL)),
+    ("attention: a subclass", "attention.py", "attention",
+     "from torch.nn.modules import activation\n\n\nclass Attention(activation.MultiheadAttention):\n    pass\n", {},
+     ("call of torch.nn.MultiheadAttention", "attention.py", "class Attention(")),
+    ("attention: torch.ops.aten", "attention.py", "attention", SDPA.format("torch.ops.aten.scaled_dot_product_attention"), {},
+     (SDPA_FN, "attention.py", SDPA_CALL)),
+    ("backprop: __import__ with a built string", "backprop.py", "backprop", "TORCH = __import__('to' + 'rch')\n\n\n" + TORCH_SOFTMAX, {},
+     ("import of torch", "backprop.py", "TORCH = __import__(")),
+    ("backprop: importlib with a built string", "backprop.py", "backprop",
+     "import importlib\n\nTORCH = importlib.import_module('to' + 'rch')\n\n\n" + TORCH_SOFTMAX, {},
+     ("import of torch", "backprop.py", "TORCH = importlib.import_module(")),
+    ("backprop: a helper module", "backprop.py", "backprop", "from helpers import TORCH\n\n\n" + TORCH_SOFTMAX,
+     {"helpers": "import torch as TORCH\n"}, ("import of torch", "helpers.py", "import torch as TORCH")),
+    # The guard taken off sys.meta_path, then torch imported: the guard checks after every request that it is still first.
+    ("backprop: the import guard removed", "backprop.py", "backprop", GUARD_OFF, {}, ("the grader's import guard was removed", None, None)),
 ]
 
 
-@pytest.mark.parametrize("route, file, component, code, helpers", REACHING, ids=[r[0] for r in REACHING])
-def test_forbidden_builtins_reached_indirectly_lose_the_component(rubric, tmp_path, route, file, component, code, helpers):
-    """Threat: a forbidden module or call reached by a built name, a helper, a private namespace, an alias or a subclass."""
-    run = grade_attack(rubric, attack(tmp_path, file, code, **helpers), tmp_path, file, component)
-    cases = [r for r in run.results if r.case.component == component]
-    assert cases and not any(r.passed for r in cases), [r.case.name for r in cases if r.passed]
-    # "uses what this component may not" (a static scan) or "Uses what this component forbids" (the guard)
-    assert all("may not" in r.output or "forbids" in r.output for r in cases), cases[0].output
+@pytest.mark.parametrize("route, file, component, code, helpers, guard", REACHING, ids=[r[0] for r in REACHING])
+def test_forbidden_builtins_reached_indirectly_lose_the_component(untimed_rubric, tmp_path, scans_off, route, file, component, code, helpers,
+                                                                  guard):
+    """Threat: a forbidden module or call reached by a built name, a helper, a private namespace, an alias or a subclass.
+    Defence: the guard in the worker, which records the call with its line; one use fails the whole component.
+    The static scans are off, so the guard alone is shown to hold (the tamper scan also refuses some routes: REFUSED)."""
+    folder = attack(tmp_path, file, code, **helpers)
+    run = grade_attack(untimed_rubric, folder, tmp_path, file, component)
+    what, where, text = guard
+    located = f" ({where}, line {line_of(folder, where, text)})" if where else ""
+    stopped(run, checks_of(run, component), f"{GUARD}{what}{located}.")
 
 
-# ---- 7. malformed and oversized replies -----------------------------------------------------------
+# ---- 7. refused before any worker starts ------------------------------------------------------------
+
+# Routes into the worker's interpreter (its heap, frames, builtins, import machinery, the guard's own closures)
+# that the tamper scan refuses: route -> (text of the line it flags, what it says there). SHADOW reaches PyTorch's
+# kernels through the closure of the guard's shadow namespace, past every stand-in: against it the guard is no
+# wall, only the tamper scan is.
+SEARCHES_FLAGGED = {
+    "gc": ("import gc as heap", "import of gc"),
+    "gc through pydoc.locate": ("import pydoc", "import of pydoc"),
+    "frames": ("sys._getframe(1)", "use of sys._getframe"),
+    "frames through traceback": ("traceback.walk_stack(None)", "use of .walk_stack"),
+}
+REACHING_FLAGGED = {
+    "lstm: getattr with a built string": ("getattr(getattr(torch, '_' + 'VF')", "getattr with an attribute name that is not a string literal"),
+    "lstm: importlib with a built string": ("import importlib", "import of importlib"),
+    "lstm: sys.modules": ("sys.modules['torch']", "use of sys.modules"),
+    "lstm: __import__ with a built string": ("__import__('to' + 'rch')", "use of __import__"),
+    "attention: sys.modules": ("sys.modules['torch.nn.functional']", "use of sys.modules"),
+    "backprop: __import__ with a built string": ("__import__('to' + 'rch')", "use of __import__"),
+    "backprop: importlib with a built string": ("import importlib", "import of importlib"),
+    "backprop: the import guard removed": ('getattr(os, "sys")', "getattr of 'sys'"),
+}
+SHADOW = """\
+_shadow = torch._C._VariableFunctions
+_kernels = next(cell.cell_contents for cell in type(_shadow).__getattr__.__closure__ if hasattr(cell.cell_contents, "lstm_cell"))
+
+
+""" + LSTM_STEP.format("_kernels.lstm_cell")
+REFUSED = [
+    *[(f"expected values: {route}", "backprop.py", "backprop", SEARCHES[route], {}, *flagged) for route, flagged in SEARCHES_FLAGGED.items()],
+    ("comparisons: builtins abs and round", "backprop.py", "backprop", BUILTIN_PATCHES, {}, 'getattr(os, "sys")', "getattr of 'sys'"),
+    *[(f"forbidden built-ins: {route}", file, component, code, helpers, *REACHING_FLAGGED[route])
+      for route, file, component, code, helpers, _ in REACHING if route in REACHING_FLAGGED],
+    ("forbidden built-ins: lstm: the real kernels behind the guard's shadow namespace", "lstm.py", "lstm", SHADOW, {},
+     "type(_shadow).__getattr__.__closure__", "use of .__closure__"),
+]
+
+
+@pytest.mark.parametrize("route, file, component, code, helpers, text, what", REFUSED, ids=[r[0] for r in REFUSED])
+def test_the_tamper_scan_refuses_reaching_into_the_worker(rubric, tmp_path, route, file, component, code, helpers, text, what):
+    """Threat: reaching into the worker's interpreter, where the guard and its record live. Defence: the static tamper
+    scan (forbidden.py), which names the line and fails the component before any worker starts."""
+    folder = attack(tmp_path, file, code, **helpers)
+    run = grade_folder(rubric, folder, tmp_path, component_ids=[component])
+    stopped(run, checks_of(run, component), f"line {line_of(folder, file, text)}: {what} ({WHY})")
+    assert run.isolation["held"] == {}  # no worker reported its walls: none started
+
+
+# Routes that no static scan named when they were found, while writing this suite. Each won then: it kept every
+# point of its component with what the component forbids, and the guard recorded nothing. The tamper scan now
+# refuses each (sys under another name, attributes that read or import what a string names, pkgutil and mock).
+SYS_ALIAS = """\
+import threading
+
+_sys = threading._sys  # sys under another name (also collections._sys, argparse._sys, tempfile._sys)
+_guard = _sys.meta_path.pop(0)
+_guard.tampered = lambda: None  # the worker's check that the guard is still first now says all is well
+TORCH = _sys.modules["importlib"].import_module("to" + "rch")
+
+
+""" + TORCH_SOFTMAX
+FORMATTER = """\
+from string import Formatter
+
+# get_field reads attributes and items along a dotted path given as a string: a getattr of any name
+_cells = Formatter().get_field("0._C._VariableFunctions.__class__.__getattr__.__closure__", (torch,), {})[0]
+_kernels = next(cell.cell_contents for cell in _cells if hasattr(cell.cell_contents, "lstm_cell"))
+
+
+""" + LSTM_STEP.format("_kernels.lstm_cell")
+PKGUTIL = """\
+from unittest import mock
+
+# pkgutil as another module's attribute: resolve_name imports any module, and reads any attribute, named by a string
+_inspect = mock.pkgutil.resolve_name("inspect")
+_shadow = mock.pkgutil.resolve_name("torch._C:_VariableFunctions")
+_kernels = _inspect.getclosurevars(_inspect.getattr_static(type(_shadow), "__getattr__")).nonlocals["current"]
+
+
+""" + LSTM_STEP.format("_kernels.lstm_cell")
+ONCE_MISSED = [
+    ("the guard removed through threading._sys", "backprop.py", "backprop", SYS_ALIAS),
+    ("PyTorch's LSTM kernel through string.Formatter.get_field", "lstm.py", "lstm", FORMATTER),
+    ("PyTorch's LSTM kernel through unittest.mock.pkgutil", "lstm.py", "lstm", PKGUTIL),
+]
+
+
+@pytest.mark.parametrize("route, file, component, code", ONCE_MISSED, ids=[u[0] for u in ONCE_MISSED])
+def test_the_tamper_scan_refuses_routes_it_once_missed(untimed_rubric, tmp_path, route, file, component, code):
+    """Threat: the guard taken off, or a forbidden kernel reached past it, by a route the tamper scan once missed
+    (each kept full marks then). Defence: the tamper scan refuses it before any worker starts."""
+    run = grade_folder(untimed_rubric, attack(tmp_path, file, code), tmp_path, component_ids=[component], visible_only=True)
+    stopped(run, checks_of(run, component), WHY)
+    assert run.isolation["held"] == {}
+
+
+# ---- 8. malformed and oversized replies -----------------------------------------------------------
 
 # Each would hurt a grader that took the reply whole or handled it in the student's process: the
 # array and the string exhaust its memory, the nesting its stack, the generator and the objects
 # hang or raise when printed or measured, the forged frame feeds its decoder. softmax misbehaves
 # only for the first softmax case's input shape: every other backprop case must still pass.
+# (reply, value, what the grader says: the defence that held)
 REPLIES = [
-    ("a 300 MB array", "np.zeros(300_000_000, dtype=np.uint8)", "exceeds"),
-    ("a 50 MB string", "'x' * (50 << 20)", "exceeds"),
-    ("lists nested 100000 deep", "nested(100_000)", "recursion"),
-    ("lists nested 100000 deep, recursion limit raised", "sys.setrecursionlimit(1_000_000) or nested(100_000)", "crashed"),
-    ("a generator", "(row for row in z)", "cannot be sent back as data"),
-    ("an object whose __repr__, __str__ and __len__ hang", "Hangs()", "cannot be sent back as data"),
-    ("an object whose __repr__, __str__ and __len__ raise", "Raises()", "cannot be sent back as data"),
-    ("an exception whose __str__ raises", "throw(Unprintable())", "Unprintable"),
+    ("a 300 MB array", "np.zeros(300_000_000, dtype=np.uint8)", f"{REFUSED_REPLY}the worker sent a malformed reply "
+     f"(reply of 300000000 bytes exceeds the {Limits().reply_bytes}-byte limit)"),
+    ("a 50 MB string", "'x' * (50 << 20)", REFUSED_REPLY + "the worker sent a malformed reply (reply header of"),
+    # the worker's encoder gives up on the nesting: the student's reply never leaves the worker
+    ("lists nested 100000 deep", "nested(100_000)", RAISED + "RecursionError"),
+    ("lists nested 100000 deep, recursion limit raised", "sys.setrecursionlimit(1_000_000) or nested(100_000)", CRASHED),
+    ("a generator", "(row for row in z)", NOT_DATA),
+    ("an object whose __repr__, __str__ and __len__ hang", "Hangs()", NOT_DATA),
+    ("an object whose __repr__, __str__ and __len__ raise", "Raises()", NOT_DATA),
+    ("an exception whose __str__ raises", "throw(Unprintable())", RAISED + "Unprintable: (its message could not be printed)"),
     # The reply pipe's descriptor is on the worker's command line: a frame written there comes first.
-    ("a frame of its own with an impossible shape", "forge(['float64', [0, 1 << 62, 1 << 62], 0, False])", "malformed"),
+    ("a frame of its own with an impossible shape", "forge(['float64', [0, 1 << 62, 1 << 62], 0, False])",
+     REFUSED_REPLY + "the worker sent a malformed value"),
 ]
 REPLY_TOOLS = """\
 import json
@@ -585,10 +779,12 @@ def softmax(z):
 """
 
 
-@pytest.mark.parametrize("reply, value, feedback", REPLIES, ids=[r[0] for r in REPLIES])
-def test_malformed_replies_fail_their_case_only(quick_rubric, tmp_path, reply, value, feedback):
-    """Threat: a reply too big, too deep, not data, unprintable or forged, sent back from the student's function."""
-    run = grade_attack(quick_rubric, attack(tmp_path, "backprop.py", REPLY_TOOLS.replace("VALUE", value)), tmp_path, "backprop.py", "backprop")
+@pytest.mark.parametrize("reply, value, because", REPLIES, ids=[r[0] for r in REPLIES])
+def test_malformed_replies_fail_their_case_only(rubric, tmp_path, reply, value, because):
+    """Threat: a reply too big, too deep, not data, unprintable or forged, sent back from the student's function.
+    Defence: the wire's caps and exact types, the parent's checks on every frame, a worker that dies alone.
+    (The real timeouts: with 3-second ones, the partner's sampling cases time out on a loaded machine.)"""
+    run = grade_attack(rubric, attack(tmp_path, "backprop.py", REPLY_TOOLS.replace("VALUE", value)), tmp_path, "backprop.py", "backprop")
     failed = [r for r in run.results if not r.passed]
     assert [r.case.name for r in failed] == ["softmax along the last axis"], [(r.case.name, r.output[:200]) for r in failed]
-    assert feedback in failed[0].output, failed[0].output
+    assert because in failed[0].output, failed[0].output

@@ -5,10 +5,15 @@ call (one, which needs a particular request to follow it, sits in backprop). Eve
 (a) the attacked cases earn nothing, (b) every other case, backprop's included, keeps its marks,
 (c) grading ends in bounded time and (d) nothing the attack started outlives the run.
 Each attack is written to win (pass its cases, forge the score, or take the grader down) if the
-defence it aims at were missing; the comment above each says how it would win.
+defence it aims at were missing; the comment above each says how it would win. None of them uses
+anything the static scans refuse, so each meets the walls at run time; where it can, it reports
+what each wall answered (`reported`), and the test asserts that answer for the tier it ran in:
+the error the OS gave (EPERM from seccomp or a foreign uid, ENOENT where bubblewrap mounts nothing,
+EAGAIN from RLIMIT_NPROC...), or what the isolation record says held.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -22,13 +27,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-from attacks import SOLUTIONS, grade_cli, own_student_processes, processes_with, require_tier, tier
+from attacks import ROOT, SOLUTIONS, grade_cli, own_student_processes, processes_with, reported, require_tier, tier
 from conftest import grade_folder, solutions_with
 
 SAMPLE = "        words = []\n        while len(words) < max_len:"
 ATTACKED = "ngram.sampling"  # the only check that calls NGramLM.sample
 COMPONENTS = ["ngram", "backprop"]
 SANDBOX = Path(__file__).resolve().parents[1] / "autograder" / "sandbox"
+# What the kernel answers, as Python words it (OSError.strerror)
+EPERM, EACCES, ENOENT, EAGAIN, ENETUNREACH = (os.strerror(e) for e in (errno.EPERM, errno.EACCES, errno.ENOENT, errno.EAGAIN, errno.ENETUNREACH))
 
 
 def attack(tmp_path: Path, code: str, **values) -> Path:
@@ -54,8 +61,13 @@ def assert_only_attacked_cases_lost(graded, feedback: str = "") -> None:
     lost = {check for _, check, score, most, _ in rows if score < most}
     assert lost == {ATTACKED}, [(check, output) for _, check, score, most, output in rows if score < most]
     assert all(score == 0 for _, check, score, _, _ in rows if check == ATTACKED)
-    outputs = "\n".join(output for _, check, *_, output in rows if check == ATTACKED)
-    assert feedback in outputs, outputs
+    outputs = [output for _, check, *_, output in rows if check == ATTACKED]
+    assert all(feedback in output for output in outputs), outputs
+
+
+def attacked_output(graded) -> str:
+    """The feedback of the first attacked case."""
+    return next(output for _, check, *_, output in case_rows(graded) if check == ATTACKED)
 
 
 def assert_cli_finished(graded, within: float) -> None:
@@ -64,7 +76,7 @@ def assert_cli_finished(graded, within: float) -> None:
     assert graded.seconds < within, graded.seconds
     tests = graded.results["tests"]
     assert graded.results["score"] == sum(t["score"] for t in tests)
-    assert graded.results["max_score"] == sum(t["max_score"] for t in tests)
+    assert graded.results["extra_data"]["max_score"] == sum(t["max_score"] for t in tests)
 
 
 def assert_nothing_left(mark: str | None = None) -> None:
@@ -109,29 +121,34 @@ def missing(wall: str, here) -> str | None:
 
 # Wins if the grader's final write were not the last word: the forged file would stay, or a grandchild
 # that escaped the sweep would rewrite it later. The path is known (on Gradescope it is always
-# /autograder/results/results.json), read from the grader's command line, or found under /tmp.
+# /autograder/results/results.json), or read from the command line of the grader above the worker.
+# (Only that grader's: at the same-user tier a wider search would forge other runs' results on this machine.)
 FORGE = r'''
-import json, os, sys
+import json, os, sys, time
 forged = json.dumps({"score": 1e6, "max_score": 1.0, "output": "FORGED", "tests": []})
-paths = {RESULTS}
-for pid in filter(str.isdigit, os.listdir("/proc")):
+paths, pid = {RESULTS}, os.getppid()
+while pid > 1:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
+        with open(f"/proc/{pid}/stat") as f:
+            parent = int(f.read().rsplit(")", 1)[1].split()[1])
     except OSError:
-        continue
+        break
     if b"--results" in argv[:-1]:
         paths.add(os.path.join(f"/proc/{pid}/cwd", argv[argv.index(b"--results") + 1].decode()))
-for folder, _, files in os.walk("/tmp"):
-    paths.update(os.path.join(folder, name) for name in files if name == "results.json")
+    pid = parent
+written = {}
 for path in paths:
     try:
         with open(path, "w") as f:
             f.write(forged)
-    except OSError:
-        pass
+        written[path] = "written"
+    except OSError as e:
+        written[path] = e.strerror
 rewrite = (
     "import sys, time\n"
+    "open('rewriter-up', 'w').close()\n"
     "time.sleep(1.5)\n"
     "end = time.time() + 30\n"
     "while time.time() < end:\n"
@@ -152,18 +169,26 @@ if child == 0:  # double fork: the grandchild has its own session and no parent 
     finally:
         os._exit(0)
 os.waitpid(child, 0)
-raise RuntimeError(f"results rewritten at {sorted(paths)}")
+end = time.monotonic() + 5
+while not os.path.exists("rewriter-up") and time.monotonic() < end:
+    time.sleep(0.05)
+raise RuntimeError("results forged: " + json.dumps({"written": written, "rewriter up": os.path.exists("rewriter-up")}))
 '''
 
 
-def test_results_cannot_be_forged_or_rewritten_later(tmp_path, mark):
-    """Threat: the submission writes a forged results.json and leaves a detached process to rewrite it after grading."""
+def test_results_cannot_be_forged_or_rewritten_later(tmp_path, here, mark):
+    """Threat: the submission writes a forged results.json and leaves a detached process to rewrite it after grading.
+    Defences: the results file out of the worker's reach (not in bwrap's mounts; hidden at the root tier), the
+    grader's own results written last (all that stands at the same-user tier), and the reaper for the rewriter."""
     results = tmp_path / "results" / "results.json"  # where grade_cli has the grader write them
     graded = grade_cli(attack(tmp_path, FORGE, MARK=mark, RESULTS=str(results)), tmp_path, COMPONENTS)
     assert_cli_finished(graded, within=120)
-    assert_only_attacked_cases_lost(graded, "results rewritten at")
-    assert graded.results["output"] != "FORGED" and graded.results["max_score"] > 1
-    assert_nothing_left(mark)
+    assert_only_attacked_cases_lost(graded, "results forged: ")
+    report = reported(attacked_output(graded), "results forged: ")
+    assert report["written"][str(results)] == (ENOENT if here.bwrap else EACCES if here.name == "root" else "written"), report
+    assert report["rewriter up"], report
+    assert graded.results["output"] != "FORGED" and graded.results["extra_data"]["max_score"] > 1
+    assert_nothing_left(mark)  # the rewriter, which was running, was killed with the worker
     # read again once the rewriter would have woken: the grader's results still stand
     time.sleep(0.5)
     assert json.loads(results.read_text()) == graded.results
@@ -181,30 +206,47 @@ os._exit(0)
 
 
 def test_exit_mid_case_fails_only_that_case(tmp_path):
-    """Threat: sys.exit and os._exit in the middle of a case."""
+    """Threat: sys.exit and os._exit in the middle of a case. Defences: the worker reports SystemExit as the student's
+    exception; a worker that exits fails its case and is replaced; only the parent's comparison passes a case."""
     graded = grade_cli(attack(tmp_path, EXIT), tmp_path, COMPONENTS)
     assert_cli_finished(graded, within=120)
-    assert_only_attacked_cases_lost(graded, "SystemExit")
-    assert "exited with status 0" in graded.outputs("ngram")
+    assert_only_attacked_cases_lost(graded)
+    first, second = (output for _, check, *_, output in case_rows(graded) if check == ATTACKED)  # bigram, then trigram
+    assert first.startswith("Your code raised SystemExit: 0"), first
+    assert second.startswith("Your code crashed the process running it: the worker process exited with status 0"), second
     assert_nothing_left()
 
 
 # ---- 3. killing the grader ------------------------------------------------------------------------
 
-# Wins if any signal reached the grader: it dies, and results.json keeps its fail-closed zero.
+# Wins if any signal reached the grader: it dies, and results.json keeps its fail-closed zero. It reports
+# which processes running `autograder grade` it could see, and what each attempt got back.
 KILL = r'''
-import fcntl, os, signal
+import fcntl, json, os, signal
 tried = {}
 
 
-def attempt(what, fn, *args):
+def attempt(fn, *args):
     try:
         fn(*args)
-        tried[what] = "sent"
+        return "sent"
     except OSError as e:
-        tried[what] = e.strerror
+        return e.strerror
 
 
+def tally(what, answer):
+    tried.setdefault(what, {})
+    tried[what][answer] = tried[what].get(answer, 0) + 1
+
+
+graders = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"autograder\0grade\0" in f.read():
+                graders.append(int(pid))
+    except OSError:
+        pass
 parent = os.getppid()
 above, pid = [parent], parent  # the parent, and every process above it but init
 while pid > 1:
@@ -217,33 +259,36 @@ while pid > 1:
         above.append(pid)
 # a file's owner gets SIGIO (or the signal F_SETSIG picks) when it is ready: the kernel signals on our behalf
 r, w = os.pipe()
-attempt("F_SETOWN", fcntl.fcntl, r, fcntl.F_SETOWN, parent)
-attempt("F_SETSIG", fcntl.fcntl, r, fcntl.F_SETSIG, signal.SIGKILL)
-attempt("O_ASYNC", fcntl.fcntl, r, fcntl.F_SETFL, os.O_ASYNC | os.O_NONBLOCK)
+tried["F_SETOWN"] = attempt(fcntl.fcntl, r, fcntl.F_SETOWN, parent)
+tried["F_SETSIG"] = attempt(fcntl.fcntl, r, fcntl.F_SETSIG, signal.SIGKILL)
+tried["O_ASYNC"] = attempt(fcntl.fcntl, r, fcntl.F_SETFL, os.O_ASYNC | os.O_NONBLOCK)
 os.write(w, b"x")
-attempt("kill(parent)", os.kill, parent, signal.SIGKILL)
-attempt("kill(-1)", os.kill, -1, signal.SIGKILL)
+tried["kill(parent)"] = attempt(os.kill, parent, signal.SIGKILL)
+tried["kill(-1)"] = attempt(os.kill, -1, signal.SIGKILL)
 for pid in above:
     try:
         group = os.getpgid(pid)
         threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
     except OSError as e:
-        tried[f"group or threads of {pid}"] = e.strerror
+        tally("processes above, unreadable", e.strerror)
         continue
     if group > 1 and group != os.getpgrp():  # killpg(1) is kill(-1), and 0 or our own group would kill only us
-        attempt(f"killpg({group})", os.killpg, group, signal.SIGKILL)
+        tally("killpg(groups above)", attempt(os.killpg, group, signal.SIGKILL))
     for tid in threads:
-        attempt(f"kill({tid})", os.kill, tid, signal.SIGKILL)
+        tally("kill(threads above)", attempt(os.kill, tid, signal.SIGKILL))
 if EVERYONE:
     for pid in filter(str.isdigit, os.listdir("/proc")):
         if int(pid) != os.getpid():
-            attempt(f"kill({pid})", os.kill, int(pid), signal.SIGKILL)
-raise RuntimeError(f"the grader survived: {tried}")
+            tally("kill(every other pid)", attempt(os.kill, int(pid), signal.SIGKILL))
+raise RuntimeError("the grader survived: " + json.dumps({"parent": parent, "graders in sight": graders, "tried": tried}))
 '''
 
 
 def test_the_grader_cannot_be_killed(tmp_path, here):
-    """Threat: signals to the grader, its threads, its ancestors and their groups, kill(-1), and an I/O owner set to the grader."""
+    """Threat: signals to the grader, its threads, its ancestors and their groups, kill(-1), and an I/O owner set to the grader.
+    Defences: bwrap's PID namespace, where the grader is out of sight; elsewhere EPERM for every signal aimed at it,
+    from the kernel (a foreign uid, at the root tier) or from seccomp (the same-user tier); and seccomp's EPERM
+    for F_SETOWN, whatever the tier."""
     if here.name == "same-user" and (why := missing("seccomp", here)):
         pytest.skip(f"at the same-user tier only the seccomp filter keeps a kill from the grader (and from pytest): {why}")
     # At the same-user tier every process of the user is in sight and only the grader's line is protected:
@@ -251,39 +296,59 @@ def test_the_grader_cannot_be_killed(tmp_path, here):
     everyone = here.name != "same-user"
     graded = grade_cli(attack(tmp_path, KILL, EVERYONE=everyone), tmp_path, COMPONENTS)
     assert_cli_finished(graded, within=120)
-    assert_only_attacked_cases_lost(graded, "the grader survived")
+    assert_only_attacked_cases_lost(graded, "the grader survived: ")
+    report = reported(attacked_output(graded), "the grader survived: ")
+    if here.bwrap:
+        assert report["graders in sight"] == [], report
+    else:  # the grader is the worker's parent: every signal at it and at its ancestors, groups and threads got EPERM
+        tried = report["tried"]
+        assert report["parent"] in report["graders in sight"] and tried["kill(parent)"] == EPERM, report
+        assert set(tried["kill(threads above)"]) == set(tried["killpg(groups above)"]) == {EPERM}, report
+    if graded.results["extra_data"]["isolation"]["held"]["seccomp"] == "loaded":
+        assert report["tried"]["F_SETOWN"] == EPERM, report
     assert_nothing_left()
 
 
 # ---- 4. fork storm --------------------------------------------------------------------------------
 
 # Wins if process limits or the sweep failed: the storm outlives the case (sleeping 120 s), starves the
-# other component, or survives the sweep, which then fails the run.
+# other component, or survives the sweep, which then fails the run. The storm's first process reports
+# the first fork the kernel refused it.
 STORM = r'''
 import os, time
+r, w = os.pipe()
 if os.fork() == 0:
     try:
         os.setsid()  # out of the worker's process group
+        first, refused = os.getpid(), None
         end = time.monotonic() + 3
         while time.monotonic() < end:
             try:
                 os.fork()  # parent and child both go on forking
-            except OSError:
+            except OSError as e:
+                if os.getpid() == first and refused is None:
+                    refused = e.strerror
+                    os.write(w, refused.encode())
                 time.sleep(0.01)
+        if os.getpid() == first and refused is None:
+            os.write(w, b"none")
         time.sleep(120)
     finally:
         os._exit(0)
-raise RuntimeError("fork storm started")
+os.close(w)
+raise RuntimeError(f"fork storm started; the first fork refused: {os.read(r, 200).decode()}")
 '''
 
 
 def test_a_fork_storm_is_bounded_and_reaped(tmp_path, here):
-    """Threat: a fork storm whose processes detach and outlive the case."""
+    """Threat: a fork storm whose processes detach and outlive the case. Defences: RLIMIT_NPROC, whose EAGAIN
+    bounds the storm, and the reaper (or bwrap's PID namespace), which kills what is left when the component ends."""
     if here.student_id is None and os.geteuid() == 0:
         pytest.skip("the worker would run as root, which RLIMIT_NPROC does not bind: a storm would be unbounded")
     graded = grade_cli(attack(tmp_path, STORM), tmp_path, COMPONENTS)
     assert_cli_finished(graded, within=60)
-    assert_only_attacked_cases_lost(graded)
+    assert_only_attacked_cases_lost(graded, EAGAIN)  # the next case's storm is refused its very first fork
+    assert f"fork storm started; the first fork refused: {EAGAIN}" in attacked_output(graded)
     assert_nothing_left()
 
 
@@ -349,20 +414,26 @@ if getattr(NGramLM, "reached", None) is None:
     family, host, port = ADDRESSES[0]
     probe = f"import socket; print(socket.create_connection(({host!r}, {port}), 3).recv(64).decode())"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=20)
-    tried["child"] = (done.stdout + done.stderr).strip()[-300:]
+    tried["child"] = ((done.stdout + done.stderr).strip().splitlines() or [""])[-1][-300:]
     NGramLM.reached = any(TOKEN in answer for answer in tried.values())
     NGramLM.tried = tried
 if not NGramLM.reached:
-    raise RuntimeError(f"no network: {NGramLM.tried}")
+    import json
+    raise RuntimeError("no network: " + json.dumps(NGramLM.tried))
 '''
 
 
 def test_no_network(rubric, tmp_path, here, listeners):
-    """Threat: connecting to a server (IPv4 and IPv6 loopback, also from a child process) to fetch answers."""
+    """Threat: connecting to a server (IPv4 and IPv6 loopback, also from a child process) to fetch answers.
+    Defences: seccomp, which refuses an AF_INET or AF_INET6 socket (EACCES), whatever the tier; behind it, or where it
+    does not load, a network namespace with no interface up (ENETUNREACH). The isolation record says which held."""
     folder = attack(tmp_path, NETWORK, ADDRESSES=[listener.address for listener in listeners], TOKEN=TOKEN)
     run = grade_folder(rubric, folder, tmp_path, component_ids=COMPONENTS, tier=here)
     assert [listener.connections for listener in listeners] == [0] * len(listeners)
-    assert_only_attacked_cases_lost(run, "no network")
+    assert_only_attacked_cases_lost(run, "no network: ")
+    refused = EACCES if run.isolation["held"]["seccomp"] == "loaded" else ENETUNREACH
+    report = reported(attacked_output(run), "no network: ")
+    assert len(report) == len(listeners) + 1 and all(refused in answer for answer in report.values()), (run.isolation["held"], report)
     assert_nothing_left()
 
 
@@ -382,10 +453,11 @@ for fd in os.listdir("/proc/self/fd"):
 
 
 def test_junk_on_every_descriptor_fails_only_that_case(tmp_path):
-    """Threat: random bytes written to every inherited descriptor, the reply pipe included, then a normal return."""
+    """Threat: random bytes written to every inherited descriptor, the reply pipe included, then a normal return.
+    Defence: the parent's checks on every frame of a reply; the worker that sent it is replaced."""
     graded = grade_cli(attack(tmp_path, JUNK), tmp_path, COMPONENTS)
     assert_cli_finished(graded, within=120)
-    assert_only_attacked_cases_lost(graded, "malformed")
+    assert_only_attacked_cases_lost(graded, "Your code sent back something the grader cannot accept: the worker sent a malformed reply")
     assert_nothing_left()
 
 
@@ -406,7 +478,8 @@ FORWARD = '    E, W, b, U, c = (params[k] for k in ("E", "W", "b", "U", "c"))'
 
 
 def test_a_worker_that_stops_reading_cannot_hang_the_grader(tmp_path, monkeypatch):
-    """Threat: the worker keeps its request pipe open but stops reading it, so that the grader cannot write the next request."""
+    """Threat: the worker keeps its request pipe open but stops reading it, so that the grader cannot write the next request.
+    Defence: requests are written under the case's deadline, so the case times out and the run goes on."""
     folder = solutions_with(tmp_path, "backprop.py", FORWARD, textwrap.indent(textwrap.dedent(STALL), " " * 4) + FORWARD)
     monkeypatch.setattr("attacks.CLI_TIMEOUT", 60)
     try:
@@ -421,6 +494,8 @@ def test_a_worker_that_stops_reading_cannot_hang_the_grader(tmp_path, monkeypatc
     assert_cli_finished(graded, within=60)
     lost = [(check, name) for _, check, score, most, name in case_rows(graded, names=True) if score < most]
     assert lost == [("backprop.ffnn_backward", "FFNN-LM backward, other sizes")], lost
+    output = next(output for _, _, score, most, output in case_rows(graded) if score < most)
+    assert output.startswith("Timed out: the case did not finish within"), output
     assert_nothing_left()
 
 
@@ -429,13 +504,14 @@ def test_a_worker_that_stops_reading_cannot_hang_the_grader(tmp_path, monkeypatc
 # Each of the next attacks passes its cases when it got hold of the reference (the body below it is
 # the reference, since the submission is a copy of solutions/), and fails them otherwise.
 
-# Wins where the project can be read: its location comes from the Python running the worker, the
-# editable install's map, and the working folder of every process above the worker.
+# Wins where the project can be read: its location is known (the student has read the repository; on
+# Gradescope it is /autograder/source), and found from the Python running the worker, the editable
+# install's map, and the working folder of every process above the worker.
 READ_PROJECT = r'''
 if getattr(NGramLM, "stolen", None) is None:
     import glob, os, re, sys
     own = os.path.realpath("ngram.py")
-    roots = {os.path.dirname(sys.prefix), os.path.dirname(os.path.dirname(os.path.dirname(sys.executable)))}
+    roots = {PROJECT, os.path.dirname(sys.prefix), os.path.dirname(os.path.dirname(os.path.dirname(sys.executable)))}
     for finder in glob.glob(os.path.join(sys.prefix, "lib", "python3*", "site-packages", "__editable__*finder.py")):
         with open(finder) as f:
             roots.update(re.findall(r"'(/[^']*)/autograder'", f.read()))
@@ -460,15 +536,21 @@ if getattr(NGramLM, "stolen", None) is None:
     NGramLM.stolen = [path for path, got in tried.items() if got is True]
     NGramLM.tried = tried
 if not NGramLM.stolen:
-    raise RuntimeError(f"nothing read: {NGramLM.tried}")
+    import json
+    raise RuntimeError("nothing read: " + json.dumps(NGramLM.tried))
 '''
 
 
 def test_solutions_and_rubric_cannot_be_read(rubric, tmp_path, here):
-    """Threat: reading solutions/, grading.yaml and the cases from the project's folder, found from the worker's Python or a process's cwd."""
+    """Threat: reading solutions/, grading.yaml and the cases from the project's folder, found from the worker's Python or a process's cwd.
+    Defences: bubblewrap mounts none of the project but its Python (ENOENT); without bwrap, the root tier takes the
+    permissions of others off the grader's files (EACCES)."""
     require_tier("root", "bubblewrap")
-    run = grade_folder(rubric, attack(tmp_path, READ_PROJECT), tmp_path, component_ids=COMPONENTS, tier=here)
-    assert_only_attacked_cases_lost(run, "nothing read")
+    run = grade_folder(rubric, attack(tmp_path, READ_PROJECT, PROJECT=str(ROOT)), tmp_path, component_ids=COMPONENTS, tier=here)
+    assert_only_attacked_cases_lost(run, "nothing read: ")
+    report = reported(attacked_output(run), "nothing read: ")
+    wanted = [f"{ROOT}/{name}" for name in ("solutions/ngram.py", "grading.yaml", "autograder/cases/ngram.py")]
+    assert [report.get(path) for path in wanted] == [ENOENT if here.bwrap else EACCES] * len(wanted), report
     assert_nothing_left()
 
 
@@ -478,6 +560,12 @@ READ_PARENT = r'''
 if getattr(NGramLM, "stolen", None) is None:
     import os
     parent = f"/proc/{os.getppid()}"
+    try:
+        with open(parent + "/cmdline", "rb") as f:
+            program = os.path.basename(f.read().split(b"\0")[0].decode())
+    except OSError as e:
+        program = e.strerror
+    NGramLM.parent = [os.getppid(), program]
     tried = {}
     paths = [f"{parent}/cwd/solutions/ngram.py", f"{parent}/cwd/grading.yaml"]
     try:
@@ -501,14 +589,23 @@ if getattr(NGramLM, "stolen", None) is None:
     NGramLM.stolen = [path for path, got in tried.items() if got is True]
     NGramLM.tried = tried
 if not NGramLM.stolen:
-    raise RuntimeError(f"nothing read: {NGramLM.tried}")
+    import json
+    raise RuntimeError("nothing read: " + json.dumps({"parent": NGramLM.parent, "tried": NGramLM.tried}))
 '''
 
 
 def test_the_grader_process_cannot_be_read_through_proc(rubric, tmp_path, here):
-    """Threat: reaching solutions/ through /proc/<grader>/cwd, /root and /fd, which an undumpable grader refuses in every tier."""
+    """Threat: reaching solutions/ through /proc/<grader>/cwd, /root and /fd.
+    Defences: with bwrap, a PID namespace, where the worker's parent is bwrap and the grader is out of sight;
+    without, the grader is undumpable, so the kernel refuses every look at it (EACCES)."""
     run = grade_folder(rubric, attack(tmp_path, READ_PARENT), tmp_path, component_ids=COMPONENTS, tier=here)
-    assert_only_attacked_cases_lost(run, "nothing read")
+    assert_only_attacked_cases_lost(run, "nothing read: ")
+    report = reported(attacked_output(run), "nothing read: ")
+    pid, program = report["parent"]
+    if here.bwrap:
+        assert program == "bwrap", report
+    else:
+        assert pid == os.getpid() and set(report["tried"].values()) == {EACCES}, report
     assert_nothing_left()
 
 
@@ -546,17 +643,21 @@ if getattr(NGramLM, "stolen", None) is None:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
         tried[what] = (done.stdout + done.stderr).strip()[-300:]
     NGramLM.stolen = [what for what, answer in tried.items() if want in answer]
-    NGramLM.tried = tried
+    NGramLM.tried = {what: (answer.strip().splitlines() or [""])[-1][-200:] for what, answer in tried.items()}
 if not NGramLM.stolen:
-    raise RuntimeError(f"grader not imported: {NGramLM.tried}")
+    import json
+    raise RuntimeError("grader not imported: " + json.dumps(NGramLM.tried))
 '''
 
 
 def test_the_grader_package_cannot_be_imported(rubric, tmp_path, here):
-    """Threat: importing autograder (by the installed name and by its path) to reach the reference."""
+    """Threat: importing autograder (by the installed name and by its path) to reach the reference.
+    Defences: the package is not mounted (bwrap) or not readable (root tier), so Python finds no module there."""
     require_tier("root", "bubblewrap")
     run = grade_folder(rubric, attack(tmp_path, IMPORT_GRADER), tmp_path, component_ids=COMPONENTS, tier=here)
-    assert_only_attacked_cases_lost(run, "grader not imported")
+    assert_only_attacked_cases_lost(run, "grader not imported: ")
+    report = reported(attacked_output(run), "grader not imported: ")
+    assert len(report) >= 3 and all("No module named 'autograder" in answer for answer in report.values()), report
     assert_nothing_left()
 
 
@@ -565,16 +666,16 @@ def test_the_grader_package_cannot_be_imported(rubric, tmp_path, here):
 # Each wins if the case had no time limit, memory limit or output sink, or if the detached child that
 # does the same outlived the worker. (worker code, child code, feedback)
 EXHAUSTION = {
-    "loops": ("while True:\n    pass\n", "while True:\n    pass\n", "Timed out"),
+    "loops": ("while True:\n    pass\n", "while True:\n    pass\n", "Timed out: the case did not finish within 3 s"),
     "exhausts memory": (
         "hog = []\nwhile True:\n    hog.append(np.empty(1 << 27))\n",
         "import mmap, time\nhog = []\ntry:\n    while True:\n        hog.append(mmap.mmap(-1, 1 << 27, flags=mmap.MAP_PRIVATE))\nexcept OSError:\n    time.sleep(120)\n",
-        "MemoryError",
+        "Your code raised MemoryError",  # RLIMIT_DATA
     ),
     "floods output": (
         "import os\nwhile True:\n    print('x' * 65536)\n    os.write(2, b'y' * 65536)\n",
         "import os\nwhile True:\n    os.write(1, b'x' * 65536)\n    os.write(2, b'y' * 65536)\n",
-        "Timed out",
+        "Timed out: the case did not finish within 3 s",  # its output goes to /dev/null
     ),
 }
 EXHAUST = r'''
@@ -587,7 +688,8 @@ while not os.path.exists("child-up"):  # the child is running before the worker 
 
 @pytest.mark.parametrize("behaviour", list(EXHAUSTION))
 def test_exhaustion_is_contained_and_reaped(quick_rubric, tmp_path, here, mark, behaviour):
-    """Threat: an endless loop, memory exhaustion or an output flood, in the worker and in a detached child."""
+    """Threat: an endless loop, memory exhaustion or an output flood, in the worker and in a detached child.
+    Defences: the parent's deadline for each case, RLIMIT_DATA, output sent to /dev/null, and the reaper."""
     worker, child, feedback = EXHAUSTION[behaviour]
     folder = attack(tmp_path, EXHAUST + worker, CHILD=f"# {mark}\n{child}")
     started = time.monotonic()

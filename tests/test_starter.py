@@ -1,10 +1,14 @@
-"""Tests for generating student starter code from reference solutions."""
+"""Tests for generating student starter code from reference solutions, and the rules written into them and the handouts."""
 
+import ast
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from autograder import forbidden
+from autograder.collect import load_rubric
+from autograder.release import RULES_BEGIN, RULES_END, ReleaseError, render_rules, rules_text, stale_rules, write_rules
 from autograder.release.starter import (
     StarterError,
     render_starter,
@@ -13,6 +17,7 @@ from autograder.release.starter import (
     write_starter,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 HEADER = (
     "# Starter code generated from the reference solution by `autograder release`.\n"
     "# Replace each `raise NotImplementedError` with your implementation.\n"
@@ -334,3 +339,58 @@ def test_write_and_stale_round_trip(tmp_path):
 
     (starter / "tokenize_lab.py").write_text("# hand-edited\n")
     assert stale_starter(solutions, starter) == ["ngram.py", "tokenize_lab.py"]
+
+
+# ---- the rules written into the handouts and solution docstrings -------------------------------------------
+
+def test_committed_rules_name_everything_grading_yaml_and_the_tamper_tables_refuse():
+    """Every forbidden module and call of each component, by its own name, in its handout and in the starter docstring
+    of its file; every entry of the tamper scan's tables in every handout and starter docstring; and nothing stale."""
+    rubric = load_rubric(ROOT / "grading.yaml")
+    assert stale_rules(rubric) == []
+    tables = [*forbidden.REACHING, *forbidden.TAMPER_MODULES, *forbidden.CODE_BUILTINS, *forbidden.NAME_ARGUMENT,
+              *forbidden.FRAME_ATTRIBUTES, *forbidden.SYS_ATTRIBUTES, *forbidden.ALLOWED_DUNDERS]
+    for c in rubric.components:
+        handout = (ROOT / "assignments" / f"{c.id}.md").read_text()
+        docstring = ast.get_docstring(ast.parse((ROOT / "starter" / c.file).read_text()))
+        names = [*c.forbidden_modules, *(call.rsplit(".", 1)[1] for call in c.forbidden_calls), *tables]
+        for text in (handout, docstring):
+            assert [n for n in names if f"`{n}`" not in " ".join(text.split())] == [], (c.id, c.file)
+    assert "`GroupNorm`" in (ROOT / "assignments" / "transformer.md").read_text()
+
+
+def _course(tmp_path: Path, handout: str, solution: str):
+    """The course's rubric, with only ngram's handout and solution file."""
+    (tmp_path / "assignments").mkdir()
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "assignments" / "ngram.md").write_text(handout)
+    (tmp_path / "solutions" / "ngram.py").write_text(solution)
+    (tmp_path / "grading.yaml").write_text((ROOT / "grading.yaml").read_text())
+    return load_rubric(tmp_path / "grading.yaml")
+
+
+@pytest.mark.parametrize("handout, solution, message", [
+    ("# N-grams\n", f'"""N-grams.\n\n{RULES_BEGIN[".py"]}\n"""\n', "ngram.md: put the line '<!-- BEGIN RULES"),
+    (f"{RULES_BEGIN['.md']}\n", '"""N-grams."""\n', "must end with a line '<!-- END RULES -->'"),
+    (f"{RULES_BEGIN['.md']}\n{RULES_END['.md']}\n", f'"""N-grams."""\n\nNOTES = """\n{RULES_BEGIN[".py"]}\n"""\n',
+     "that closes the module docstring"),
+], ids=["no markers in a handout", "no end marker", "the marker outside the module docstring"])
+def test_misplaced_rules_markers_are_refused_with_the_file(tmp_path, handout, solution, message):
+    rubric = _course(tmp_path, handout, solution)
+    with pytest.raises(ReleaseError) as caught:
+        render_rules(rubric)
+    assert message in str(caught.value)
+
+
+def test_release_writes_the_rules_between_the_markers_and_leaves_the_rest(tmp_path):
+    handout = f"# N-grams\n\nIntro.\n\n{RULES_BEGIN['.md']}\nold words\n{RULES_END['.md']}\n\nAfter.\n"
+    solution = f'"""N-grams.\n\n{RULES_BEGIN[".py"]}\nold words\n"""\n\nBOS = "<s>"\n'
+    rubric = _course(tmp_path, handout, solution)
+    assert stale_rules(rubric) == ["assignments/ngram.md", "solutions/ngram.py"]
+    assert write_rules(rubric) == ["assignments/ngram.md", "solutions/ngram.py"]
+    assert stale_rules(rubric) == [] and write_rules(rubric) == []
+    ngram = [rubric.component("ngram")]
+    assert (tmp_path / "assignments" / "ngram.md").read_text() == handout.replace(
+        "old words", "\n".join(rules_text(ngram, markdown=True)))
+    assert (tmp_path / "solutions" / "ngram.py").read_text() == solution.replace("old words", "\n".join(rules_text(ngram, markdown=False)))
+    assert "No module or call is forbidden in this component." in render_rules(rubric)[tmp_path / "assignments" / "ngram.md"]

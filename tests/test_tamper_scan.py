@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SOLUTIONS, grade_folder, scores_by_component, solutions_with
 
-from autograder.forbidden import scan_submission, scan_tampering, submission_files
+from autograder.forbidden import forbidden_names, scan_submission, scan_tampering, submission_files
 
 # (source, the line flagged, a word its finding names)
 TAMPERING = [
@@ -44,6 +44,20 @@ TAMPERING = [
     ("def f(fn):\n    match fn:\n        case object(__globals__=g):\n            return g", 3, "__globals__"),
     ("import numpy as np\nlib = np.ctypeslib", 2, "ctypeslib"),
     ("from numpy.lib.stride_tricks import as_strided", 1, "as_strided"),
+    # sys under another name, and what imports, reads or runs what a string names (tests/test_security_data.py, UNSEEN)
+    ("import threading\nfinders = threading._sys.meta_path", 2, "sys"),
+    ("import threading\ns = threading._sys", 2, "sys"),
+    ("import os\nm = getattr(os, '_sys')", 2, "_sys"),
+    ("def f(obj):\n    return obj.meta_path", 2, "meta_path"),
+    ("from string import Formatter\nget = Formatter().get_field", 2, "get_field"),
+    ("from unittest import mock\nmock.patch('guard.Guard.tampered', None).start()", 1, "mock"),
+    ("import unittest\npatch = unittest.mock.patch", 2, "mock"),
+    ("import pkgutil", 1, "pkgutil"),
+    ("import numpy as np\nloader = np.pkgutil", 2, "pkgutil"),
+    ("import timeit\ntimeit.timeit('1')", 1, "timeit"),
+    ("import typing\nhints = typing.get_type_hints(len)", 2, "get_type_hints"),
+    ("import logging.config\nlogging.config.dictConfig({})", 2, "dictConfig"),
+    ("import trace", 1, "trace"),
 ]
 
 INNOCENT = [
@@ -56,6 +70,8 @@ INNOCENT = [
     "import numpy as np\nx = np.zeros(3)\nn = x.__len__()\n",
     "from types import SimpleNamespace\nns = SimpleNamespace(a=1)\n",
     "import torch\nm = torch.nn.Linear(2, 2)\nn = len(list(m.modules()))\nprint(torch.__version__)\n",
+    "import torch\nt = torch.trace(torch.eye(3))\n",
+    "def f(exc):\n    return exc.code\n",
     "import re\npattern = re.compile('a+')\n",
     "import os, signal, subprocess, socket, threading\nwith open('notes.txt') as f:\n    f.read()\n",
     "try:\n    pass\nexcept ValueError as exc:\n    message = str(exc)\n",
@@ -95,21 +111,22 @@ def _folder(tmp_path: Path, **files: str) -> Path:
 def test_a_forbidden_call_in_an_imported_helper_is_found(tmp_path):
     folder = _folder(tmp_path, lstm="from helpers import go\n\n\ndef lstm_step():\n    return go()\n",
                      helpers="import torch\n\n\ndef go():\n    return torch.nn.LSTM(2, 3)\n")
-    assert scan_submission(folder, "lstm.py", [], ["torch.nn.LSTM"]) == ["helpers.py line 5: use of torch.nn.LSTM"]
+    assert forbidden_names(folder, "lstm.py", [], ["torch.nn.LSTM"]) == ["helpers.py line 5: use of torch.nn.LSTM"]
+    assert scan_submission(folder, "lstm.py") == []  # a forbidden name is no tampering: only reaching it costs points
 
 
 def test_imports_are_followed_at_any_depth_and_only_to_submission_files(tmp_path):
     folder = _folder(tmp_path, lstm="import numpy\n\n\ndef f():\n    from . import helpers\n",
                      helpers="import deep, broken\nimport lstm\n", deep="x = 1\n\nimport gc\n", broken="def (:\n", unused="import gc\n")
     assert submission_files(folder, "lstm.py") == [folder / f for f in ("broken.py", "deep.py", "helpers.py", "lstm.py")]
-    found = scan_submission(folder, "lstm.py", [], [])
+    found = scan_submission(folder, "lstm.py")
     assert len(found) == 1 and found[0].startswith("deep.py line 3: import of gc")
 
 
 def test_a_file_the_component_does_not_import_is_not_scanned(tmp_path):
     folder = _folder(tmp_path, ngram="import math\n", other="import gc\nimport torch\n")
     assert submission_files(folder, "ngram.py") == [folder / "ngram.py"]
-    assert scan_submission(folder, "ngram.py", ["torch"], []) == []
+    assert scan_submission(folder, "ngram.py") == forbidden_names(folder, "ngram.py", ["torch"], []) == []
 
 
 def test_tampering_fails_its_component_only(rubric, tmp_path):
@@ -121,3 +138,14 @@ def test_tampering_fails_its_component_only(rubric, tmp_path):
     assert all(f"line {line}: import of gc" in r.output for r in ngram), ngram[0].output
     got, most = scores_by_component(run)["backprop"]
     assert got == most > 0
+
+
+def test_tampering_in_code_that_never_runs_is_refused_before_anything_runs(rubric, tmp_path):
+    """Unlike a forbidden name, a back door costs the component even where no case would reach it: the scan is static."""
+    unused = "\n\ndef _never_called():\n    import gc\n\n    return gc.get_objects()\n"
+    folder = solutions_with(tmp_path, "ngram.py", "import math\n", "import math\n" + unused)
+    line = (folder / "ngram.py").read_text().splitlines().index("    import gc") + 1
+    run = grade_folder(rubric, folder, tmp_path, component_ids=["ngram"])
+    assert run.results and all(not r.passed for r in run.results)
+    assert all(f"refused before any of it ran: line {line}: import of gc" in r.output for r in run.results), run.results[0].output
+    assert run.isolation["held"] == {}  # no worker reported its walls: none started

@@ -1,11 +1,13 @@
 """Timing cases (autograder/timing.py) measure the student's speed against the reference's, whatever the machine.
 
-The verdict arithmetic is tested directly. Graded runs use only the scaled_dot_product_attention
-timing case, and every assertion on a measured ratio leaves a margin of several times, so a slow or
-busy machine cannot flip it: a student made slow on purpose sleeps 20 times its own work after each
-call, whatever the rubric's shape and however fast the machine.
+The verdict arithmetic and the checksums' comparison are tested directly. Graded runs use the
+scaled_dot_product_attention timing case, and lstm_forward's for correct cells in other layouts, whose
+assertions are on the checksums' verdict only; every assertion on a measured ratio leaves a margin of
+several times, so a slow or busy machine cannot flip it: a student made slow on purpose sleeps 20 times
+its own work after each call, whatever the rubric's shape and however fast the machine.
 """
 import dataclasses
+import importlib.util
 import shutil
 import sys
 import time
@@ -20,14 +22,26 @@ from attacks import processes_with, tier
 from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
 from autograder.collect import RubricError, load_rubric
+from autograder.judge import CaseFailed
 from autograder.report import results_json
-from autograder.sandbox import reaper
+from autograder.sandbox import reaper, worker
 from autograder.sandbox.process import Limits
 from autograder.sandbox.remote import Student
-from autograder.timing import Policy, bootstrap_interval, verdict
+from autograder.timing import ROUNDINGS, Policy, _same_checksums, bootstrap_interval, verdict
 
 SDPA_SPEED = "speed: scaled_dot_product_attention against the reference"
+LSTM_SPEED = "speed: lstm_forward against the reference"
 PLAIN_CASE = "dot_product_attention with a padding mask"
+VARIANTS = Path(__file__).parent / "timing_variants"  # correct LSTM cells the corpus below does not hold
+ALTERNATIVES = Path(__file__).parent / "alternatives"  # correct submissions in other operation orders
+LSTM_LAYOUTS = {  # correct lstm_forward layouts, by their file
+    "fused": VARIANTS / "lstm_fused.py",  # one cat([x_t, h]) @ cat([W_ih, W_hh], 1).T per step
+    "hoisted": ALTERNATIVES / "fused_hoisted" / "lstm.py",  # x @ W_ih.T + b for every step before the loop
+    "cs231n": ALTERNATIVES / "gpt_style" / "lstm.py",  # CS231n-style gate slices of one pre-activation
+    "per_gate": VARIANTS / "lstm_per_gate.py",
+    "float64": ALTERNATIVES / "float64_internals" / "lstm.py",
+}
+BEYOND_ROUNDING = "differ from the reference's on the same inputs by more than float32 rounding allows"
 # Appended to a copy of solutions/attention.py: the reference's function, then a sleep of 20 times the work,
 # so about 21x the reference's time; clock and synchronize are bound here, before any patch of the attacks below.
 SLOW = """
@@ -47,10 +61,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 """
 
 
-def attention_rubric(rubric, *names: str, without_gpu: str = "grade"):
-    """The real rubric cut down to the attention cases `names`, under the policy `without_gpu`. Measuring
+def timing_rubric(rubric, component_id: str, *names: str, without_gpu: str = "grade"):
+    """The real rubric cut down to the cases `names` of one component, under the policy `without_gpu`. Measuring
     stops after 5 s (not 20): every ratio asserted here is several times away from its bound."""
-    component = rubric.component("attention")
+    component = rubric.component(component_id)
     cases = [c for c in component.cases if c.name in names]
     assert len(cases) == len(names), names
     timing = dataclasses.replace(rubric.timing, without_gpu=without_gpu, seconds=5.0)
@@ -68,14 +82,14 @@ def attention_with(tmp_path: Path, code: str) -> Path:
 
 def sdpa_speed(rubric, folder: Path, tmp_path: Path):
     """The result of the scaled_dot_product_attention timing case alone on `folder`."""
-    (result,) = grade_folder(attention_rubric(rubric, SDPA_SPEED), folder, tmp_path).results
+    (result,) = grade_folder(timing_rubric(rubric, "attention", SDPA_SPEED), folder, tmp_path).results
     return result
 
 
 @pytest.fixture(scope="module")
 def reference_run(rubric, tmp_path_factory):
     """solutions/ graded as the student on the timing case and an ordinary case, under `grade`."""
-    return grade_folder(attention_rubric(rubric, PLAIN_CASE, SDPA_SPEED), SOLUTIONS, tmp_path_factory.mktemp("reference"))
+    return grade_folder(timing_rubric(rubric, "attention", PLAIN_CASE, SDPA_SPEED), SOLUTIONS, tmp_path_factory.mktemp("reference"))
 
 
 def timing_result(run):
@@ -127,6 +141,78 @@ def test_bootstrap_interval_holds_the_median(pairs):
 
 def test_bootstrap_interval_of_identical_ratios_is_a_point():
     assert bootstrap_interval([1.25] * 7, np.random.default_rng(0)) == (1.25, 1.25)
+
+
+# --- the checksums ---------------------------------------------------------------------------------------
+
+LSTM_OUTPUTS = ("hs", "h_last", "c_last")
+CACHED = " Outputs cached from earlier calls, or work left unfinished when the function returned?"
+
+
+def lstm_shaped(seed: int) -> list[torch.Tensor]:
+    """Three float32 tensors shaped as lstm_forward's outputs on the CPU timing shapes."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=generator) for shape in ((8, 64, 64), (8, 64), (8, 64))]
+
+
+def sums(tensors: list) -> dict:
+    """A worker's reply to one timed call that gave `tensors`."""
+    return {"checksums": [worker.checksums(tensors)], "peak_bytes": None}
+
+
+def test_rounding_passes_and_a_miss_is_named_without_expected_values():
+    """Every element moved by up to 16 float32 roundings (what another order of operations does, and more) passes;
+    one output of other inputs fails, and the message says what was compared, which output missed and by how much,
+    never the reference's checksums."""
+    want = lstm_shaped(0)
+    generator = torch.Generator().manual_seed(1)
+    jitter = [(t.double() * (1 + 16 * 2.0 ** -24 * (2 * torch.rand(t.shape, generator=generator, dtype=torch.float64) - 1))).float()
+              for t in want]
+    _same_checksums(sums(jitter), sums(want), LSTM_OUTPUTS, "lstm_forward", "")
+
+    cached = want[:2] + lstm_shaped(2)[2:]
+    with pytest.raises(CaseFailed) as err:
+        _same_checksums(sums(cached), sums(want), LSTM_OUTPUTS, "lstm_forward, in a timed block", CACHED)
+    message = str(err.value)
+    assert message.startswith(f"lstm_forward, in a timed block: your results (hs, h_last, c_last) {BEYOND_ROUNDING}"), message
+    assert f"projection on a random direction and its norm, within {ROUNDINGS} roundings of the reference's norm; c_last " \
+           "missed by" in message and CACHED in message, message
+    assert not [v for c in worker.checksums(want) for v in c[:2] for digits in (".4g", ".6g") if format(v, digits) in message]
+
+
+def test_non_finite_and_missing_outputs_fail():
+    """A NaN anywhere in an output fails with that output named; a result of fewer tensors says how many were expected."""
+    want = lstm_shaped(0)
+    broken = [want[0].clone(), *want[1:]]
+    broken[0][3, 5, 7] = float("nan")
+    with pytest.raises(CaseFailed, match=r"hs missed beyond any multiple \(NaN or infinite"):
+        _same_checksums(sums(broken), sums(want), LSTM_OUTPUTS, "lstm_forward", "")
+    with pytest.raises(CaseFailed, match=r"your results are not the reference's 3 tensors \(hs, h_last, c_last\)"):
+        _same_checksums(sums(want[:2]), sums(want), LSTM_OUTPUTS, "lstm_forward", "")
+
+
+def test_gradients_are_checksummed_in_the_order_of_their_names():
+    """A model's parameters may be registered in any order (load_state_dict matches them by name), so a timed call's
+    gradients follow the parameters' names, not their order in the class."""
+
+    class Net(torch.nn.Module):
+        def __init__(self, head_first: bool):
+            super().__init__()
+            if head_first:
+                self.head = torch.nn.Linear(4, 2)
+            self.body = torch.nn.Linear(3, 4)
+            if not head_first:
+                self.head = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(torch.tanh(self.body(x)))
+
+    first, second = Net(head_first=True), Net(head_first=False)
+    second.load_state_dict(first.state_dict())
+    x = torch.randn(5, 3)
+    got, want = worker.results(first, [x], True), worker.results(second, [x], True)
+    assert [tuple(t.shape) for t in want] == [(5, 2), (4,), (4, 3), (2,), (2, 4)]  # body.bias, body.weight, head.bias, head.weight
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
 
 
 # --- measured runs ---------------------------------------------------------------------------------------
@@ -235,7 +321,8 @@ def test_outputs_cached_by_shape_fail(rubric, tmp_path):
     """Handing back the first answer for every input of the same shape fails: the timed blocks' sums differ."""
     r = sdpa_speed(rubric, attention_with(tmp_path, CACHED_BY_SHAPE), tmp_path)
     assert not r.passed and r.score == 0.0
-    assert "in a timed block" in r.output and "cached" in r.output and "unfinished" in r.output, r.output
+    assert f"in a timed block: your results (output) {BEYOND_ROUNDING}" in r.output, r.output
+    assert "output missed by" in r.output and "cached from earlier calls, or work left unfinished" in r.output, r.output
 
 
 def test_timed_blocks_never_repeat_inputs(rubric, tmp_path):
@@ -249,7 +336,8 @@ def test_deferred_work_earns_nothing(rubric, tmp_path):
     """Returning an unfilled tensor and computing it in a thread fails: the sums are taken before the reply."""
     r = sdpa_speed(rubric, attention_with(tmp_path, DEFERRED), tmp_path)
     assert not r.passed and r.score == 0.0
-    assert "differ from the reference's on the same inputs" in r.output, r.output
+    # the unfilled tensor holds whatever memory it was given: zeros, other numbers, or NaN
+    assert f"on the timing inputs: your results (output) {BEYOND_ROUNDING}" in r.output and "output missed " in r.output, r.output
 
 
 def test_a_wrong_answer_earns_no_timing_points(rubric, tmp_path):
@@ -258,7 +346,59 @@ def test_a_wrong_answer_earns_no_timing_points(rubric, tmp_path):
     folder = solutions_with(tmp_path, "attention.py", scores, scores.replace(" / math.sqrt(dk)", ""))
     r = sdpa_speed(rubric, folder, tmp_path)
     assert not r.passed and r.score == 0.0
-    assert "differ from the reference's on the same inputs" in r.output and "on the timing inputs" in r.output, r.output
+    assert f"on the timing inputs: your results (output) {BEYOND_ROUNDING}" in r.output, r.output
+
+
+# --- correct code in other layouts ----------------------------------------------------------------------
+
+
+def load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"timing_test_{path.parent.name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lstm_speed(rubric, tmp_path: Path, code: str):
+    """The result of the lstm_forward timing case alone on solutions/ with lstm.py replaced by `code`."""
+    folder = tmp_path / "variant"
+    shutil.copytree(SOLUTIONS, folder)
+    (folder / "lstm.py").write_text(code)
+    (result,) = grade_folder(timing_rubric(rubric, "lstm", LSTM_SPEED), folder, tmp_path).results
+    return result
+
+
+@pytest.mark.parametrize("name", LSTM_LAYOUTS)
+def test_the_lstm_variants_are_correct(name):
+    """The variants graded below compute lstm_forward exactly (float64, against the reference), so what they lose
+    in float32 can only be rounding."""
+    reference = load_module(SOLUTIONS / "lstm.py")
+    generator = torch.Generator().manual_seed(0)
+    args = [torch.randn(shape, generator=generator, dtype=torch.float64) for shape in ((3, 7, 4), (3, 5), (3, 5), (20, 4), (20, 5), (20,))]
+    (hs, (h, c)), (want_hs, (want_h, want_c)) = load_module(LSTM_LAYOUTS[name]).lstm_forward(*args), reference.lstm_forward(*args)
+    for got, want in ((hs, want_hs), (h, want_h), (c, want_c)):
+        assert got.dtype == torch.float64 and torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["fused", "hoisted", "cs231n"])
+def test_correct_lstm_layouts_keep_their_timing_points(rubric, tmp_path, name):
+    """A fused cat([x, h]) @ W cell, an input projection hoisted out of the loop and CS231n-style layers round
+    differently from the reference, within float32 rounding (benchmarks/checksums.py: at most 11 roundings of the
+    norm against the bound's 1024), so every timed block passes its checksums and the case ends in a speed verdict.
+    What that verdict is depends on the machine: only that there is one is asserted."""
+    r = lstm_speed(rubric, tmp_path, LSTM_LAYOUTS[name].read_text())
+    assert r.passed, r.output
+    assert "x the reference's time (95% CI" in r.output and r.extra["pairs"] >= 7, r.output
+
+
+def test_a_wrong_lstm_earns_no_timing_points(rubric, tmp_path):
+    """The gates taken in the lecture's order (i, f, o, g) instead of PyTorch's: with weights at 1/sqrt(fan-in)
+    the outputs still move far beyond rounding, so the case fails on its first inputs."""
+    fused = LSTM_LAYOUTS["fused"].read_text()
+    assert fused.count("i, f, g, o = gates.chunk(4, dim=1)") == 1
+    r = lstm_speed(rubric, tmp_path, fused.replace("i, f, g, o = gates.chunk(4, dim=1)", "i, f, o, g = gates.chunk(4, dim=1)"))
+    assert not r.passed and r.score == 0.0
+    assert f"on the timing inputs: your results (hs, h_last, c_last) {BEYOND_ROUNDING}" in r.output, r.output
 
 
 # --- the policy without a GPU ----------------------------------------------------------------------------
@@ -277,13 +417,13 @@ def test_without_gpu_grade_counts_the_timing_case(reference_run):
     assert test["extra_data"]["ratio"] == r.extra["ratio"] and test["extra_data"]["pairs"] >= 7
     low, high = test["extra_data"]["ci"]
     assert low <= test["extra_data"]["ratio"] <= high
-    assert results["max_score"] == sum(r.case.points for r in reference_run.results)
+    assert results["extra_data"]["max_score"] == sum(r.case.points for r in reference_run.results)
 
 
 @no_gpu
 def test_without_gpu_inform_measures_but_counts_nothing(rubric, tmp_path):
     """`inform`: measured and reported, worth nothing, and left out of the total's maximum."""
-    run = grade_folder(attention_rubric(rubric, PLAIN_CASE, SDPA_SPEED, without_gpu="inform"), SOLUTIONS, tmp_path)
+    run = grade_folder(timing_rubric(rubric, "attention", PLAIN_CASE, SDPA_SPEED, without_gpu="inform"), SOLUTIONS, tmp_path)
     r = timing_result(run)
     assert r.passed and not r.counted and r.score == 0.0 and r.max_score == 0.0
     assert "x the reference's time (95% CI" in r.output and "Reported only" in r.output, r.output
@@ -291,18 +431,18 @@ def test_without_gpu_inform_measures_but_counts_nothing(rubric, tmp_path):
     test = next(t for t in results["tests"] if t["name"].endswith(SDPA_SPEED))
     assert test["score"] == 0 and test["max_score"] == 0
     assert {"device", "ratio", "ci", "pairs"} <= test["extra_data"].keys() and test["extra_data"]["device"] == "cpu"
-    assert results["max_score"] == results["score"] == plain_points(run)  # the ordinary case only
+    assert results["extra_data"]["max_score"] == results["score"] == plain_points(run)  # the ordinary case only
 
 
 @no_gpu
 def test_without_gpu_skip_reports_a_skip(rubric, tmp_path):
     """`skip`: not run, reported as skipped with no points at stake."""
-    run = grade_folder(attention_rubric(rubric, PLAIN_CASE, SDPA_SPEED, without_gpu="skip"), SOLUTIONS, tmp_path)
+    run = grade_folder(timing_rubric(rubric, "attention", PLAIN_CASE, SDPA_SPEED, without_gpu="skip"), SOLUTIONS, tmp_path)
     r = timing_result(run)
     assert r.output.startswith("Skipped") and r.score == 0.0 and r.max_score == 0.0
     assert r.extra["device"] == "cpu" and "ratio" not in r.extra
     results = results_json(run)
-    assert results["max_score"] == results["score"] == plain_points(run)
+    assert results["extra_data"]["max_score"] == results["score"] == plain_points(run)
 
 
 # --- grading.yaml ----------------------------------------------------------------------------------------

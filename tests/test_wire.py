@@ -70,3 +70,36 @@ def test_oversized_and_truncated_frames_are_refused():
         wire.read_frame(*_pipe_with(frame[:-10]))
     with pytest.raises(wire.WireError, match="not valid JSON"):
         wire.read_frame(*_pipe_with(b"\x05\x00\x00\x00{{{{{"))
+
+
+def test_random_tensor_constructors_roundtrip():
+    """Timing inputs travel as constructors: [shape, seed, dtype, device, std] and [shape, seed, high, device]."""
+    for kind, arg in (("randn", [[2, 3], 7, "float32", "cpu", 0.125]), ("randint", [[4], 7, 10, "cpu"])):
+        got = roundtrip(wire.Make(kind, arg))
+        assert type(got) is wire.Make and (got.kind, got.arg) == (kind, arg)
+
+
+@pytest.mark.parametrize("kind, arg", [
+    ("randn", [[2, 3], 7, "float32", "cpu"]),  # no std
+    ("randn", [[2, 3], 7, "float32", "cpu", 1]),  # std an int
+    ("randn", [[2, 3], 7, "float32", "cpu", float("nan")]),
+    ("randn", [[2, 3], 7, "float32", "cpu", -1.0]),
+    ("randn", [[2, 3], 7, "int64", "cpu", 1.0]),
+    ("randn", [[2, 3], 7, "__class__", "cpu", 1.0]),
+    ("randn", [[2, 3], 7, "float32", "mps", 1.0]),
+    ("randn", [[2, -3], 7, "float32", "cpu", 1.0]),
+    ("randn", [[2, 3.0], 7, "float32", "cpu", 1.0]),
+    ("randn", [(2, 3), 7, "float32", "cpu", 1.0]),
+    ("randn", [[2, 3], True, "float32", "cpu", 1.0]),
+    ("randn", [[2, 3], -1, "float32", "cpu", 1.0]),
+    ("randint", [[4], 7, 0, "cpu"]),
+    ("randint", [[4], 7, 10, "cpu", 1.0]),
+    ("randint", [[4], 7, "10", "cpu"]),
+    ("spy", ["torch.multinomial"]),
+], ids=lambda v: repr(v))
+def test_malformed_constructors_are_refused(kind, arg):
+    """Every item of a constructor's arguments is checked for its exact type and range, on either side of the pipe."""
+    with pytest.raises(wire.WireError, match="malformed constructor"):
+        wire.Make(kind, arg)
+    with pytest.raises(wire.WireError, match="malformed constructor"):
+        wire.decode({"__make__": [kind, arg]}, [])

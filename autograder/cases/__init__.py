@@ -5,22 +5,35 @@ the student's answer is right and raises `CaseFailed` with feedback when not.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 
 CHECKS: dict[str, Callable] = {}
 TIMING: set[str] = set()  # checks that time the student (timing.py), which the policy may skip without a GPU
+SUBJECTS: dict[str, str] = {}  # check -> the part of the student's code it grades ("FeedForward")
+BUILDS_ON: dict[str, tuple[str, ...]] = {}  # check -> the checks of the parts its cases run too
 
 
-def check(check_id: str, timing: bool = False):
+def check(check_id: str, timing: bool = False, subject: str | None = None, builds_on: tuple[str, ...] = ()):
+    """Register a check. A failed case of a check that `builds_on` others first names the failing cases of
+    those (run.py), so a student sees the cause before its consequences."""
     def register(fn: Callable) -> Callable:
         if check_id in CHECKS:
             raise ValueError(f"check {check_id!r} is registered twice")
         CHECKS[check_id] = fn
         if timing:
             TIMING.add(check_id)
+        if subject:
+            SUBJECTS[check_id] = subject
+        if builds_on:
+            BUILDS_ON[check_id] = builds_on
         return fn
 
     return register
 
 
-from . import attention, backprop, causal_mask, generation, lstm, ngram, rnn, speed, transformer  # noqa: E402,F401  (registers the checks)
+# Importing a case module registers its checks: every module here, so that a new component needs no edit of
+# this file, and a student bundle (which holds only the modules of the parts it releases) loads what it has.
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..gradients import check_gradients
+from ..rounding import rounded
 from . import check
 from .common import call_leaving_inputs, tensor, tensors
 
@@ -66,53 +67,14 @@ MASK_MISTAKES = {
 }
 
 
-def attend(Q, K, V, mask=None, *, scale: float, dim: int = -1, ignore: bool = False, invert: bool = False, after: bool = False,
-           zero_empty: bool = False):
-    """(output, weights) of softmax(Q K^T / scale) V, with a mistake switched on: the softmax over `dim`,
-    the mask ignored, inverted or multiplied into the weights after the softmax. A query with no key
-    gets NaN, or zeros as the starter asks (zero_empty)."""
-    use = mask is not None and not ignore
-    scores = Q @ K.transpose(-2, -1) / scale
-    if use and not after:
-        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=dim)
-    if use and after:
-        weights = weights * mask
-    if zero_empty:
-        weights = weights.nan_to_num(0.0)
-    return weights @ V, weights
-
-
 def sdpa_hints(Q, K, V, mask) -> dict:
-    run = lambda **kw: lambda: attend(Q, K, V, mask, **({"scale": math.sqrt(Q.shape[-1])} | kw))[0]  # noqa: E731
+    run = lambda **kw: lambda ref: ref.oracles.attention.attend(Q, K, V, mask, **({"scale": math.sqrt(Q.shape[-1])} | kw))[0]  # noqa: E731
     return {msg: run(**kw) for msg, kw in (SCORE_MISTAKES | (MASK_MISTAKES if mask is not None else {})).items()}
-
-
-def split(x, W, num_heads: int, transpose: bool = True):
-    """x @ W.T as heads (B, h, T, dk); without the transpose, (B, T, h, dk) read straight as (B, h, T, dk)."""
-    B, T, d = x.shape
-    y = x @ W.T
-    return y.reshape(B, T, num_heads, d // num_heads).transpose(1, 2) if transpose else y.reshape(B, num_heads, T, d // num_heads)
-
-
-def wrong_mha(x, memory, W_q, W_k, W_v, W_o, num_heads: int, mask=None, *, split_transpose: bool = True, merge_transpose: bool = True,
-              W_o_use: str = "concat", scale: float | None = None, **attend_mistake):
-    """Multi-head attention with one mistake switched on. The heads split or merged by a reshape alone;
-    W_o_use: "concat" (right), "none", or "per_head" (each head mapped by its own diagonal block of W_o
-    before the concatenation); or one of attend's mistakes."""
-    d = x.shape[-1]
-    dk = d // num_heads
-    q, k, v = (split(a, W, num_heads, split_transpose) for a, W in ((x, W_q), (memory, W_k), (memory, W_v)))
-    y, _ = attend(q, k, v, mask, scale=math.sqrt(dk) if scale is None else scale, **attend_mistake)
-    y = (y.transpose(1, 2) if merge_transpose else y).reshape(x.shape)
-    if W_o_use == "per_head":
-        W_o = torch.block_diag(*(W_o[i * dk:(i + 1) * dk, i * dk:(i + 1) * dk] for i in range(num_heads)))
-    return y if W_o_use == "none" else y @ W_o.T
 
 
 def mha_hints(x, memory, Ws, num_heads: int, mask) -> dict:
     """mask: what the heads attend with, (T, T) or (B, 1, 1, Tk), or None."""
-    run = lambda **mistake: lambda: wrong_mha(x, memory, *Ws, num_heads, mask, **mistake)  # noqa: E731
+    run = lambda **mistake: lambda ref: ref.oracles.attention.mha(x, memory, *Ws, num_heads, mask, **mistake)  # noqa: E731
     return {
         "the heads are split without the transpose: (B, T, h, dk) must become (B, h, T, dk) with .transpose(1, 2), "
         "not by a reshape or view": run(split_transpose=False, merge_transpose=False),
@@ -125,18 +87,24 @@ def mha_hints(x, memory, Ws, num_heads: int, mask) -> dict:
     }
 
 
+CAUSAL_MISTAKES = {  # feedback -> the wrong mask (oracles.attention.causal)
+    "the causal mask is missing: causal=True attends to every position": "none",
+    "the causal mask is upper-triangular (triu): positions attend to the future instead of the past": "triu",
+    "the causal mask leaves out the diagonal (tril(-1)): a position attends to itself too": "no_diagonal",
+    "the causal mask is inverted: True (may attend) belongs on and below the diagonal": "inverted",
+}
+
+
 def causal_hints(x, Ws, num_heads: int) -> dict:
     """multi_head_self_attention(..., causal=True) with a wrong causal mask. A mask that leaves the
     first or last query no key gives NaN, or zeros as the starter asks: both are recognised."""
-    ones = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool)
-    wrong = {"the causal mask is missing: causal=True attends to every position": None,
-             "the causal mask is upper-triangular (triu): positions attend to the future instead of the past": ones.triu(),
-             "the causal mask leaves out the diagonal (tril(-1)): a position attends to itself too": ones.tril(-1),
-             "the causal mask is inverted: True (may attend) belongs on and below the diagonal": ~ones.tril()}
+    def run(kind: str, **empty):
+        return lambda ref: ref.oracles.attention.mha(x, x, *Ws, num_heads, ref.oracles.attention.causal(x.shape[1], kind), **empty)
+
     hints = {}
-    for mistake, mask in wrong.items():
-        hints[mistake] = lambda mask=mask: wrong_mha(x, x, *Ws, num_heads, mask, zero_empty=True)
-        hints[f"{mistake} (the query left with no key at all gets NaN)"] = lambda mask=mask: wrong_mha(x, x, *Ws, num_heads, mask)
+    for mistake, kind in CAUSAL_MISTAKES.items():
+        hints[mistake] = run(kind, zero_empty=True)
+        hints[f"{mistake} (the query left with no key at all gets NaN)"] = run(kind)
     return hints
 
 
@@ -170,7 +138,7 @@ def masked_weights_are_zero(t, weights: torch.Tensor, mask: torch.Tensor, what: 
 def dot_product_hints(q, k, v, mask, i: int) -> dict:
     """The mistakes of sdpa_hints for output i (0: context, 1: weights) of dot_product_attention."""
     m = None if mask is None else mask[:, None]
-    run = lambda **kw: lambda: attend(q[:, None], k, v, m, **({"scale": 1.0} | kw))[i].squeeze(1)  # noqa: E731
+    run = lambda **kw: lambda ref: ref.oracles.attention.attend(q[:, None], k, v, m, **({"scale": 1.0} | kw))[i].squeeze(1)  # noqa: E731
     return {"the scores are divided by sqrt(H); this attention has no scaling": run(scale=math.sqrt(q.shape[-1])),
             "the softmax runs over the batch axis (dim=0); it must normalise over the S source positions": run(dim=0),
             **({} if mask is None else {msg: run(**kw) for msg, kw in MASK_MISTAKES.items()})}
@@ -181,7 +149,7 @@ def dot_product(t, batch: int = 4, src_len: int = 7, hidden: int = 5, d_v: int =
     """Context and weights against the reference, masked weights exactly 0, inputs left as they were."""
     q, k, v = tensor(t.rng, batch, hidden, dtype=dtype, scale=1.0), tensor(t.rng, batch, src_len, hidden, dtype=dtype), tensor(t.rng, batch, src_len, d_v, dtype=dtype)
     mask = key_mask(t.rng, batch, src_len) if masked else None
-    want = t.expect(lambda ref: ref.attention.dot_product_attention(q, k, v, mask))
+    want = t.expect(lambda ref: rounded(ref.attention.dot_product_attention, q, k, v, mask))
     what = f"dot_product_attention with B={batch}, S={src_len}, H={hidden}, Dv={d_v}, " + ("a (B, S) mask" if masked else "mask=None") + f", {dtype}"
     got = call_leaving_inputs(t, t.student.attention.dot_product_attention, [q, k, v, mask], ("query", "keys", "values", "mask"), what)
     got = tensors(t, got, what, ("context", "weights"))
@@ -207,7 +175,7 @@ def scaled(t, batch: int = 2, heads: int = 3, tq: int = 5, tk: int = 7, dk: int 
     mask: none, shared (Tq, Tk), padding (B, 1, 1, Tk) or sparse (B, h, Tq, Tk); all must broadcast."""
     Q, K, V = sdpa_inputs(t.rng, batch, heads, tq, tk, dk, dv, dtype)
     M = sdpa_mask(t.rng, mask, batch, heads, tq, tk)
-    want = t.expect(lambda ref: ref.attention.scaled_dot_product_attention(Q, K, V, M))
+    want = t.expect(lambda ref: rounded(ref.attention.scaled_dot_product_attention, Q, K, V, M))
     shape = "no mask" if M is None else f"a mask of shape {tuple(M.shape)}"
     what = f"scaled_dot_product_attention with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and {shape}, {dtype}"
     got = call_leaving_inputs(t, t.student.attention.scaled_dot_product_attention, [Q, K, V, M], ("Q", "K", "V", "mask"), what)
@@ -215,6 +183,65 @@ def scaled(t, batch: int = 2, heads: int = 3, tq: int = 5, tk: int = 7, dk: int 
     check_gradients(t, t.student.attention.scaled_dot_product_attention,
                     lambda *a: t.expect(lambda ref: ref.attention.scaled_dot_product_attention(*a)),
                     [Q, K, V, M], grad_args=range(3), names=("Q", "K", "V"), outputs=("output",))
+
+
+EMPTY_ROW_MISTAKES = {  # feedback -> what attend() is told, for queries whose keys are all masked
+    "a query whose keys are all masked gets NaN (the softmax of a row of -inf): give such rows finite scores "
+    "before the softmax and zero their weights after it": {},
+    "a query whose keys are all masked averages the values (uniform weights from a finite 'large negative' fill): "
+    "its weights must all be 0 and its output the zero vector": {"finite": True},
+}
+
+
+def without_keys(rng, mask: torch.Tensor) -> torch.Tensor:
+    """`mask` with every key masked for a random query of each example (one row of the last two axes)."""
+    mask = mask.clone()
+    rows = mask.reshape(mask.shape[0], -1, mask.shape[-1])
+    rows[torch.arange(len(rows)), torch.from_numpy(rng.integers(0, rows.shape[1], size=len(rows)))] = False
+    return rows.reshape(mask.shape)
+
+
+@check("attention.fully_masked")
+def fully_masked(t, fn: Literal["dot_product_attention", "scaled_dot_product_attention", "multi_head_cross_attention"],
+                 batch: int = 3, heads: int = 2, tq: int = 4, tk: int = 6, d: int = 8, dtype: str = "float64"):
+    """The handout's convention for a query whose keys are ALL masked: weights all 0, a zero output, and no
+    NaN in values or gradients. Each example has such a query (for dot_product_attention and cross-attention,
+    whose masks are per example, one example masks everything); the others keep from one key to all but one. Values against the reference, then the
+    gradients of every floating input (dot_product_attention: values only, as its API asks)."""
+    if fn == "dot_product_attention":
+        q, k, v = tensor(t.rng, batch, d, dtype=dtype, scale=1.0), tensor(t.rng, batch, tk, d, dtype=dtype), tensor(t.rng, batch, tk, 3, dtype=dtype)
+        mask = key_mask(t.rng, batch, tk)
+        mask[int(t.rng.integers(batch))] = False
+        args, names = [q, k, v, mask], ("query", "keys", "values", "mask")
+        wrong = lambda ref, i, **kw: ref.oracles.attention.attend(q[:, None], k, v, mask[:, None], scale=1.0, **kw)[i].squeeze(1)  # noqa: E731
+    elif fn == "scaled_dot_product_attention":
+        Q, K, V = sdpa_inputs(t.rng, batch, heads, tq, tk, d // heads, 3, dtype)
+        mask = without_keys(t.rng, key_mask(t.rng, batch, heads, tq, tk))
+        args, names = [Q, K, V, mask], ("Q", "K", "V", "mask")
+        wrong = lambda ref, i, **kw: ref.oracles.attention.attend(Q, K, V, mask, scale=math.sqrt(d // heads), **kw)[0]  # noqa: E731
+    else:
+        x, memory = tensor(t.rng, batch, tq, d, dtype=dtype, scale=1.0), tensor(t.rng, batch, tk, d, dtype=dtype, scale=1.0)
+        Ws, mask = mha_weights(t.rng, d, dtype), key_mask(t.rng, batch, tk)
+        mask[int(t.rng.integers(batch))] = False
+        args, names = [x, memory, *Ws, heads, mask], ("x", "memory", "W_q", "W_k", "W_v", "W_o", "num_heads", "memory_mask")
+        wrong = lambda ref, i, **kw: ref.oracles.attention.mha(x, memory, *Ws, heads, mask[:, None, None, :], **kw)  # noqa: E731
+    student_fn = getattr(t.student.attention, fn)
+    want = t.expect(lambda ref: rounded(getattr(ref.attention, fn), *args))
+    what = f"{fn} with a mask of shape {tuple(mask.shape)} that masks every key of some queries, {dtype}"
+    got = call_leaving_inputs(t, student_fn, args, names, what)
+
+    def hints(i: int) -> dict:
+        return {msg: (lambda ref, kw=kw: wrong(ref, i, **kw)) for msg, kw in EMPTY_ROW_MISTAKES.items()}
+
+    if fn == "dot_product_attention":
+        got = tensors(t, got, what, ("context", "weights"))
+        for i, name in ((1, "weights"), (0, "context")):
+            t.close(got[i], want[i], f"{what}: {name}", hints=hints(i))
+        return
+    t.close(got, want, what, hints=hints(0))
+    floating = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    check_gradients(t, student_fn, lambda *a: t.expect(lambda ref: getattr(ref.attention, fn)(*a)), args,
+                    grad_args=floating, names=[names[i] for i in floating], outputs=("output",))
 
 
 # ---- behaviour: no expected values, so nothing leaks from hidden cases ---------------------------------------
@@ -258,7 +285,7 @@ def self_attention(t, batch: int = 2, steps: int = 6, d: int = 12, num_heads: in
     """Values against the reference (inputs left as they were), then the gradients of x and the four weights."""
     x, Ws = tensor(t.rng, batch, steps, d, dtype=dtype, scale=1.0), mha_weights(t.rng, d, dtype)
     args = [x, *Ws, num_heads, causal]
-    want = t.expect(lambda ref: ref.attention.multi_head_self_attention(*args))
+    want = t.expect(lambda ref: rounded(ref.attention.multi_head_self_attention, *args))
     what = f"multi_head_self_attention with x {tuple(x.shape)}, num_heads={num_heads}, causal={causal}, {dtype}"
     got = call_leaving_inputs(t, t.student.attention.multi_head_self_attention, args, ("x", "W_q", "W_k", "W_v", "W_o"), what)
     mask = torch.ones(steps, steps, dtype=torch.bool).tril() if causal else None
@@ -275,14 +302,15 @@ def cross_attention(t, batch: int = 3, tq: int = 4, tk: int = 7, d: int = 8, num
     x, memory = tensor(t.rng, batch, tq, d, dtype=dtype, scale=1.0), tensor(t.rng, batch, tk, d, dtype=dtype, scale=1.0)
     Ws, mask = mha_weights(t.rng, d, dtype), key_mask(t.rng, batch, tk) if masked else None
     args = [x, memory, *Ws, num_heads, mask]
-    want = t.expect(lambda ref: ref.attention.multi_head_cross_attention(*args))
+    want = t.expect(lambda ref: rounded(ref.attention.multi_head_cross_attention, *args))
     what = (f"multi_head_cross_attention with x {tuple(x.shape)}, memory {tuple(memory.shape)}, num_heads={num_heads}, "
             + ("a (B, Tk) memory_mask" if masked else "memory_mask=None") + f", {dtype}")
     names = ("x", "memory", "W_q", "W_k", "W_v", "W_o", "num_heads", "memory_mask")
     got = call_leaving_inputs(t, t.student.attention.multi_head_cross_attention, args, names, what)
     m = None if mask is None else mask[:, None, None, :]
     hints = mha_hints(x, memory, Ws, num_heads, m) | {
-        "queries come from memory and keys and values from x; it is the other way round": lambda: wrong_mha(memory, x, *Ws, num_heads, m)}
+        "queries come from memory and keys and values from x; it is the other way round":
+            lambda ref: ref.oracles.attention.mha(memory, x, *Ws, num_heads, m)}
     t.close(got, want, what, hints=hints)
     check_gradients(t, t.student.attention.multi_head_cross_attention,
                     lambda *a: t.expect(lambda ref: ref.attention.multi_head_cross_attention(*a)),

@@ -1,18 +1,17 @@
 """Cases for component `backprop` (backprop.py).
 
-Forward values come from the reference; gradients from torch autograd in
-float64 on the same inputs. Float32 inputs are graded against the float64
-answer cast to float32, within the case tolerances.
+Forward values come from the reference; gradients from torch autograd on the
+same inputs. Float32 inputs are graded against the answer computed in float64,
+within what float32 rounding allows (rounding.rounded).
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from ..judge import type_name
+from ..rounding import exact, rounded
 from . import check
 
 PARAM_KEYS = ("E", "W", "b", "U", "c")
@@ -59,98 +58,6 @@ def repeating_contexts(rng: np.random.Generator, batch: int, n_ctx: int, vocab: 
     return contexts
 
 
-def _f64(value):
-    """The float64 version of an array or a dict of arrays: the precision expected values are computed in."""
-    if isinstance(value, dict):
-        return {k: _f64(v) for k, v in value.items()}
-    return value.astype(np.float64) if value.dtype.kind == "f" else value
-
-
-# ---- expected values and wrong answers ------------------------------------------
-
-
-def _grads(scalar_fn, *arrays) -> list[np.ndarray]:
-    """d scalar_fn(*arrays) / d each array, by torch autograd in float64."""
-    xs = [torch.tensor(_f64(a), requires_grad=True) for a in arrays]
-    scalar_fn(*xs).backward()
-    return [x.grad.numpy() for x in xs]
-
-
-def _pullback(out: torch.Tensor, upstream: np.ndarray) -> torch.Tensor:
-    """The scalar whose gradient w.r.t. `out` is `upstream`: backpropagates a random upstream gradient."""
-    return (out * torch.from_numpy(_f64(upstream))).sum()
-
-
-def _autograd_ffnn(contexts: np.ndarray, params: dict, loss_of_logits) -> tuple[float, dict, np.ndarray]:
-    """(loss, grads, de) of the FFNN-LM by torch autograd in float64; de is the gradient of the
-    concatenated embeddings (N, (n-1)*d), kept to build the wrong scatters of the hints."""
-    p = {k: torch.tensor(_f64(params[k]), requires_grad=True) for k in PARAM_KEYS}
-    e = p["E"][torch.from_numpy(contexts)].reshape(len(contexts), -1)
-    e.retain_grad()
-    logits = torch.tanh(e @ p["W"].T + p["b"]) @ p["U"].T + p["c"]
-    loss = loss_of_logits(logits)
-    loss.backward()
-    return loss.item(), {k: p[k].grad.numpy() for k in PARAM_KEYS}, e.grad.numpy()
-
-
-def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The grader's own stable softmax along any axis, for building wrong answers."""
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def _naive_softmax(z: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        e = np.exp(z)
-        return e / e.sum(axis=-1, keepdims=True)
-
-
-def _log_softmax_loss(z: np.ndarray, targets: np.ndarray) -> float:
-    """-mean log(softmax(z)[target]): a stable softmax, but its zeros give log(0) = -inf."""
-    with np.errstate(all="ignore"):
-        return float(-np.mean(np.log(_softmax(z)[np.arange(len(z)), targets])))
-
-
-def _naive_loss(z: np.ndarray, targets: np.ndarray) -> float:
-    """logsumexp without the max: exp overflows to inf or underflows to 0."""
-    with np.errstate(all="ignore"):
-        return float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(z)), targets]))
-
-
-def _one_hot(targets: np.ndarray, vocab: int) -> np.ndarray:
-    return np.eye(vocab)[targets]
-
-
-def _logits_from_embeddings(e: np.ndarray, params: dict, activation=np.tanh) -> np.ndarray:
-    """The FFNN-LM from its concatenated embeddings on: wrong concatenations or activations plug in here."""
-    p = _f64(params)
-    return activation(e @ p["W"].T + p["b"]) @ p["U"].T + p["c"]
-
-
-def _scatter_overwriting(contexts: np.ndarray, de: np.ndarray, vocab: int) -> np.ndarray:
-    """dE[contexts] += de: buffered fancy indexing keeps one contribution per repeated id."""
-    dE = np.zeros((vocab, de.shape[1] // contexts.shape[1]))
-    dE[contexts] += de.reshape(*contexts.shape, -1)
-    return dE
-
-
-def _scatter_looping(contexts: np.ndarray, de: np.ndarray, vocab: int, axis: int) -> np.ndarray:
-    """A loop over one axis of contexts (0: rows, 1: positions) with a buffered dE[ids] += ... inside:
-    repeats across the loop add up, repeats within one slice keep one contribution."""
-    blocks = de.reshape(*contexts.shape, -1)
-    dE = np.zeros((vocab, blocks.shape[2]))
-    for i in range(contexts.shape[axis]):
-        dE[np.take(contexts, i, axis)] += np.take(blocks, i, axis)
-    return dE
-
-
-def _scatter(contexts: np.ndarray, de: np.ndarray, vocab: int) -> np.ndarray:
-    """The right scatter-add, for hints that get something else wrong (e.g. the order of positions)."""
-    dE = np.zeros((vocab, de.shape[1] // contexts.shape[1]))
-    np.add.at(dE, contexts, de.reshape(*contexts.shape, -1))
-    return dE
-
-
 # ---- shared checks ---------------------------------------------------------------
 
 
@@ -163,53 +70,55 @@ def _parts(t, got, count: int, what: str) -> tuple:
 
 
 def _check_softmax(t, z: np.ndarray) -> None:
-    want = t.expect(lambda ref: ref.backprop.softmax(_f64(z)).astype(z.dtype))
+    want = t.expect(lambda ref: rounded(ref.backprop.softmax, z))
     t.close(t.student.backprop.softmax(z), want, f"softmax(z) for z of shape {z.shape} and dtype {z.dtype}", hints={
-        "softmax taken along axis 0 instead of the last axis": lambda: np.moveaxis(_softmax(np.moveaxis(z, 0, -1)), -1, 0),
-        "normalised over the whole array instead of along the last axis": lambda: _softmax(z.reshape(-1)).reshape(z.shape),
-        "the max is not subtracted before exp, so exp overflows or underflows": lambda: _naive_softmax(z),
+        "softmax taken along axis 0 instead of the last axis": lambda ref: ref.oracles.backprop.softmax_along(z, "first"),
+        "normalised over the whole array instead of along the last axis": lambda ref: ref.oracles.backprop.softmax_along(z, "all"),
+        "the max is not subtracted before exp, so exp overflows or underflows": lambda ref: ref.oracles.backprop.naive_softmax(z),
     })
 
 
 def _check_cross_entropy_backward(t, logits: np.ndarray, targets: np.ndarray) -> None:
-    n, vocab = logits.shape
-    (want,) = t.expect(lambda ref: _grads(lambda z: F.cross_entropy(z, torch.from_numpy(targets)), logits))
+    n = len(logits)
+    want = t.expect(lambda ref: rounded(ref.oracles.backprop.cross_entropy_grad, logits, targets))
     got = t.student.backprop.cross_entropy_backward(logits, targets)
-    t.close(got, want.astype(logits.dtype), f"cross_entropy_backward(logits, targets) for logits of shape {logits.shape} and dtype {logits.dtype}", hints={
-        "not divided by N: the gradient of the summed loss, not the mean": lambda: want * n,
-        "the one-hot of the targets is not subtracted from the softmax": lambda: _softmax(_f64(logits)) / n,
-        "the sign is flipped (one-hot minus softmax instead of softmax minus one-hot)": lambda: -want,
-        "the one-hot is subtracted from the logits instead of their softmax": lambda: (_f64(logits) - _one_hot(targets, vocab)) / n,
-        "the max is not subtracted before exp, so exp overflows or underflows": lambda: (_naive_softmax(logits) - _one_hot(targets, vocab)) / n,
+    wrong = lambda **mistake: lambda ref: ref.oracles.backprop.cross_entropy_backward(logits, targets, **mistake)  # noqa: E731
+    t.close(got, want, f"cross_entropy_backward(logits, targets) for logits of shape {logits.shape} and dtype {logits.dtype}", hints={
+        "not divided by N: the gradient of the summed loss, not the mean": lambda ref: exact(want) * n,
+        "the one-hot of the targets is not subtracted from the softmax": wrong(one_hot=False),
+        "the sign is flipped (one-hot minus softmax instead of softmax minus one-hot)": lambda ref: -exact(want),
+        "the one-hot is subtracted from the logits instead of their softmax": wrong(of="logits"),
+        "the max is not subtracted before exp, so exp overflows or underflows": wrong(of="naive"),
     })
 
 
 def _check_linear_backward(t, dout: np.ndarray, x: np.ndarray, W: np.ndarray, b: np.ndarray) -> None:
-    dx, dW, db = t.expect(lambda ref: _grads(lambda x, W, b: _pullback(F.linear(x, W, b), dout), x, W, b))
+    dx, dW, db = t.expect(lambda ref: rounded(ref.oracles.backprop.linear_grads, dout, x, W, b))
     what = f"linear_backward(dout, x, W) with dout {dout.shape}, x {x.shape}, W {W.shape} ({x.dtype})"
     got = _parts(t, t.student.backprop.linear_backward(dout, x, W), 3, what)
-    t.close(got[0], dx.astype(x.dtype), f"dx of {what}", hints={
-        "dx is transposed: W.T @ dout.T has shape (D, N), dx has the shape of x": lambda: dx.T,
+    t.close(got[0], dx, f"dx of {what}", hints={
+        "dx is transposed: W.T @ dout.T has shape (D, N), dx has the shape of x": lambda ref: exact(dx).T,
     })
-    t.close(got[1], dW.astype(x.dtype), f"dW of {what}", hints={
-        "dW is transposed: x.T @ dout has shape (D, H), dW has the shape of W (H, D) = dout.T @ x": lambda: dW.T,
-        "dW is averaged over the batch instead of summed": lambda: dW / len(x),
+    t.close(got[1], dW, f"dW of {what}", hints={
+        "dW is transposed: x.T @ dout has shape (D, H), dW has the shape of W (H, D) = dout.T @ x": lambda ref: exact(dW).T,
+        "dW is averaged over the batch instead of summed": lambda ref: exact(dW) / len(x),
     })
-    t.close(got[2], db.astype(x.dtype), f"db of {what}", hints={
-        "db is the mean over the batch instead of the sum": lambda: db / len(x),
-        "db is not summed over the batch (b is broadcast over the batch, so its gradient sums over it)": lambda: dout,
-        "db is summed over the wrong axis (axis 1 instead of the batch axis 0)": lambda: dout.sum(axis=1),
+    t.close(got[2], db, f"db of {what}", hints={
+        "db is the mean over the batch instead of the sum": lambda ref: exact(db) / len(x),
+        "db is not summed over the batch (b is broadcast over the batch, so its gradient sums over it)":
+            lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="none"),
+        "db is summed over the wrong axis (axis 1 instead of the batch axis 0)": lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="axis1"),
     })
 
 
 def _check_tanh_backward(t, dout: np.ndarray, a: np.ndarray) -> None:
     out = np.tanh(a).astype(a.dtype)
-    (want,) = t.expect(lambda ref: _grads(lambda a: _pullback(torch.tanh(a), dout), a))
-    t.close(t.student.backprop.tanh_backward(dout, out), want.astype(a.dtype),
-            f"tanh_backward(dout, out) for shape {a.shape} and dtype {a.dtype}", hints={
-        "used the input instead of the output: `out` is already tanh(a), so the derivative is 1 - out**2": lambda: dout * (1 - np.tanh(out) ** 2),
-        "the upstream gradient dout is not multiplied in": lambda: 1 - out**2,
-        "the square is missing: 1 - out instead of 1 - out**2": lambda: dout * (1 - out),
+    want = t.expect(lambda ref: rounded(ref.oracles.backprop.tanh_grad, dout, a))
+    wrong = lambda mistake: lambda ref: ref.oracles.backprop.tanh_backward(dout, out, mistake=mistake)  # noqa: E731
+    t.close(t.student.backprop.tanh_backward(dout, out), want, f"tanh_backward(dout, out) for shape {a.shape} and dtype {a.dtype}", hints={
+        "used the input instead of the output: `out` is already tanh(a), so the derivative is 1 - out**2": wrong("input"),
+        "the upstream gradient dout is not multiplied in": wrong("no_dout"),
+        "the square is missing: 1 - out instead of 1 - out**2": wrong("no_square"),
     })
 
 
@@ -218,40 +127,39 @@ def _forward(t, contexts: np.ndarray, params: dict) -> tuple:
     dtype = params["E"].dtype
     what = f"ffnn_lm_forward(contexts, params) with contexts {contexts.shape} and dtype {dtype}"
     logits, cache = _parts(t, t.student.backprop.ffnn_lm_forward(contexts, params), 2, what + " (logits, cache)")
-    want = t.expect(lambda ref: ref.backprop.ffnn_lm_forward(contexts, _f64(params))[0].astype(dtype))
-    E = _f64(params["E"])
+    want = t.expect(lambda ref: rounded(lambda p: ref.backprop.ffnn_lm_forward(contexts, p)[0], params))
+    wrong = lambda **mistake: lambda ref: ref.oracles.backprop.ffnn_logits(contexts, params, **mistake)  # noqa: E731
     t.close(logits, want, f"the logits of {what}", hints={
-        "the context positions are concatenated in reverse order": lambda: t.expect(
-            lambda ref: ref.backprop.ffnn_lm_forward(contexts[:, ::-1].copy(), _f64(params))[0]),
+        "the context positions are concatenated in reverse order": wrong(concat="reversed"),
         "the embeddings are interleaved (stacked on a last axis, then flattened) instead of concatenated position by position":
-            lambda: _logits_from_embeddings(E[contexts].transpose(0, 2, 1).reshape(len(contexts), -1), params),
-        "tanh is missing from the hidden layer": lambda: _logits_from_embeddings(E[contexts].reshape(len(contexts), -1), params, lambda a: a),
+            wrong(concat="interleaved"),
+        "tanh is missing from the hidden layer": wrong(concat="plain", activation=False),
     })
     return logits, cache
 
 
-def _check_grads(t, got, want: dict, dtype, what: str, hints: dict | None = None) -> None:
+def _check_grads(t, got, want: dict, what: str, hints: dict | None = None) -> None:
     """A dict with exactly the keys of params, each gradient close to autograd; `hints` per key."""
     if not isinstance(got, dict):
         t.fail(f"{what}: expected a dict of gradients with keys {', '.join(PARAM_KEYS)}, got {type_name(got)}.")
     t.equal(set(got), set(PARAM_KEYS), f"{what}: the keys of the gradient dict (exactly {', '.join(PARAM_KEYS)}, as in params)", hints={
-        "the keys carry a d prefix (dE, dW, ...): use the names of the params themselves": lambda: {"d" + k for k in PARAM_KEYS},
+        "the keys carry a d prefix (dE, dW, ...): use the names of the params themselves": lambda ref: {"d" + k for k in PARAM_KEYS},
     })
     for k in PARAM_KEYS:
-        zero = {"the gradient is all zeros (is the backward pass computed at all?)": lambda k=k: np.zeros_like(want[k])}
-        t.close(got[k], want[k].astype(dtype), f"{what}: the gradient of {k}", hints={**zero, **(hints or {}).get(k, {})})
+        zero = {"the gradient is all zeros (is the backward pass computed at all?)": lambda ref, k=k: np.zeros_like(exact(want[k]))}
+        t.close(got[k], want[k], f"{what}: the gradient of {k}", hints={**zero, **(hints or {}).get(k, {})})
 
 
-def _embedding_hints(contexts: np.ndarray, de: np.ndarray, vocab: int) -> dict:
+def _embedding_hints(contexts: np.ndarray, de, vocab: int) -> dict:
+    """de: the (Rounded) gradient of the concatenated embeddings, which the wrong scatters start from."""
+    oracle = lambda name, *args: lambda ref: getattr(ref.oracles.backprop, name)(contexts, exact(de), vocab, *args)  # noqa: E731
     return {"E": {
-        "repeated ids overwrite instead of accumulating (dE[ids] += ... is buffered; use np.add.at)":
-            lambda: _scatter_overwriting(contexts, de, vocab),
+        "repeated ids overwrite instead of accumulating (dE[ids] += ... is buffered; use np.add.at)": oracle("scatter_overwriting"),
         "ids repeated across rows overwrite each other: a loop over positions with dE[ids] += ... still loses them (use np.add.at)":
-            lambda: _scatter_looping(contexts, de, vocab, axis=1),
+            oracle("scatter_looping", 1),
         "ids repeated within one context overwrite each other: a loop over rows with dE[ids] += ... still loses them (use np.add.at)":
-            lambda: _scatter_looping(contexts, de, vocab, axis=0),
-        "the gradient of the concatenation is split into positions in reverse order":
-            lambda: _scatter(contexts[:, ::-1], de, vocab),
+            oracle("scatter_looping", 0),
+        "the gradient of the concatenation is split into positions in reverse order": oracle("scatter_reversed"),
     }}
 
 
@@ -259,28 +167,28 @@ def _check_ffnn_backward(t, contexts: np.ndarray, params: dict, dlogits: np.ndar
     """Student forward (logits checked), then backward on its own cache, against autograd."""
     _, cache = _forward(t, contexts, params)
     got = t.student.backprop.ffnn_lm_backward(dlogits, cache)
-    _, want, de = t.expect(lambda ref: _autograd_ffnn(contexts, params, lambda logits: _pullback(logits, dlogits)))
-    vocab = params["E"].shape[0]
-    hints = _embedding_hints(contexts, de, vocab) | {
-        "W": {"dW is transposed: it must have the shape of W": lambda: want["W"].T},
-        "U": {"dU is transposed: it must have the shape of U": lambda: want["U"].T},
-        "b": {"db is the mean over the batch instead of the sum": lambda: want["b"] / len(contexts)},
-        "c": {"dc is the mean over the batch instead of the sum": lambda: want["c"] / len(contexts)},
+    _, want, de = t.expect(lambda ref: rounded(lambda p, up: ref.oracles.backprop.ffnn_backward(contexts, p, up), params, dlogits))
+    n = len(contexts)
+    hints = _embedding_hints(contexts, de, params["E"].shape[0]) | {
+        "W": {"dW is transposed: it must have the shape of W": lambda ref: exact(want["W"]).T},
+        "U": {"dU is transposed: it must have the shape of U": lambda ref: exact(want["U"]).T},
+        "b": {"db is the mean over the batch instead of the sum": lambda ref: exact(want["b"]) / n},
+        "c": {"dc is the mean over the batch instead of the sum": lambda ref: exact(want["c"]) / n},
     }
-    _check_grads(t, got, want, params["E"].dtype, f"ffnn_lm_backward(dlogits, cache) with contexts {contexts.shape}", hints)
+    _check_grads(t, got, want, f"ffnn_lm_backward(dlogits, cache) with contexts {contexts.shape}", hints)
 
 
 def _check_loss_and_grads(t, contexts: np.ndarray, targets: np.ndarray, params: dict) -> None:
     n, dtype = len(contexts), params["E"].dtype
     what = f"ffnn_lm_loss_and_grads(contexts, targets, params) with contexts {contexts.shape} and dtype {dtype}"
     loss, grads = _parts(t, t.student.backprop.ffnn_lm_loss_and_grads(contexts, targets, params), 2, what + " (loss, grads)")
-    want_loss, want, de = t.expect(lambda ref: _autograd_ffnn(contexts, params, lambda z: F.cross_entropy(z, torch.from_numpy(targets))))
+    want_loss, want, de = t.expect(lambda ref: rounded(lambda p: ref.oracles.backprop.ffnn_loss_and_grads(contexts, targets, p), params))
     t.close(loss, want_loss, f"the loss of {what}", hints={
-        "the loss is summed over the batch instead of averaged": lambda: want_loss * n,
+        "the loss is summed over the batch instead of averaged": lambda ref: exact(want_loss) * n,
     })
-    summed = {k: {"the gradients are those of the summed loss (not divided by N)": lambda k=k: want[k] * n} for k in PARAM_KEYS}
+    summed = {k: {"the gradients are those of the summed loss (not divided by N)": lambda ref, k=k: exact(want[k]) * n} for k in PARAM_KEYS}
     summed["E"] |= _embedding_hints(contexts, de, params["E"].shape[0])["E"]
-    _check_grads(t, grads, want, dtype, f"the grads of {what}", summed)
+    _check_grads(t, grads, want, f"the grads of {what}", summed)
 
 
 # ---- checks ---------------------------------------------------------------------
@@ -296,16 +204,17 @@ def softmax(t, shape: tuple = (5, 7), dtype: str = "float64", scale: float = 1.0
 def cross_entropy(t, batch: int = 6, vocab: int = 7, dtype: str = "float64", scale: float = 1.0):
     logits = random_logits(t.rng, (batch, vocab), scale, dtype)
     targets = random_targets(t.rng, logits, scale)
-    want = t.expect(lambda ref: ref.backprop.cross_entropy(_f64(logits), targets))
+    want = t.expect(lambda ref: rounded(ref.backprop.cross_entropy, logits, targets))
     what = f"cross_entropy(logits, targets) for logits of shape {logits.shape} and dtype {logits.dtype}" + (
         f" with |logits| up to ~{scale:g}" if scale > 1 else "")
     t.close(t.student.backprop.cross_entropy(logits, targets), want, what, hints={
-        "the sum over the batch instead of the mean": lambda: want * batch,
-        "log base 2 instead of the natural log": lambda: want / math.log(2),
-        "log base 10 instead of the natural log": lambda: want / math.log(10),
-        "the minus sign is missing (log-likelihood instead of negative log-likelihood)": lambda: -want,
-        "log(softmax(z)) underflows to log(0) = -inf: use z - logsumexp(z)": lambda: _log_softmax_loss(_f64(logits), targets),
-        "the max is not subtracted inside the log-sum-exp, so exp overflows or underflows": lambda: _naive_loss(_f64(logits), targets),
+        "the sum over the batch instead of the mean": lambda ref: exact(want) * batch,
+        "log base 2 instead of the natural log": lambda ref: exact(want) / math.log(2),
+        "log base 10 instead of the natural log": lambda ref: exact(want) / math.log(10),
+        "the minus sign is missing (log-likelihood instead of negative log-likelihood)": lambda ref: -exact(want),
+        "log(softmax(z)) underflows to log(0) = -inf: use z - logsumexp(z)": lambda ref: ref.oracles.backprop.log_softmax_loss(logits, targets),
+        "the max is not subtracted inside the log-sum-exp, so exp overflows or underflows":
+            lambda ref: ref.oracles.backprop.naive_loss(logits, targets),
     })
 
 
@@ -319,9 +228,9 @@ def cross_entropy_backward(t, batch: int = 6, vocab: int = 7, dtype: str = "floa
 def linear(t, batch: int = 5, d_in: int = 3, d_out: int = 4, dtype: str = "float64"):
     """Non-square shapes: a missing or extra transpose shows as a wrong shape."""
     x, W, b, dout = (t.rng.normal(size=s).astype(dtype) for s in [(batch, d_in), (d_out, d_in), (d_out,), (batch, d_out)])
-    want = t.expect(lambda ref: ref.backprop.linear_forward(_f64(x), _f64(W), _f64(b)).astype(dtype))
+    want = t.expect(lambda ref: rounded(ref.backprop.linear_forward, x, W, b))
     t.close(t.student.backprop.linear_forward(x, W, b), want, f"linear_forward(x, W, b) with x {x.shape}, W {W.shape}, b {b.shape}", hints={
-        "the bias is missing": lambda: x @ W.T,
+        "the bias is missing": lambda ref: ref.backprop.linear_forward(x, W, np.zeros_like(b)),
     })
     _check_linear_backward(t, dout, x, W, b)
 

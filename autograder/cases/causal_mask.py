@@ -4,7 +4,6 @@ input position (student-api.md).
 """
 from __future__ import annotations
 
-import torch
 
 from . import attention, check
 from .common import tensor
@@ -16,11 +15,11 @@ def values(t, T: int = 7, device: str | None = None):
     want = t.expect(lambda ref: ref.attention.causal_mask(T))
     kwargs = {} if device is None else {"device": device}
     got = t.student.attention.causal_mask(T, **kwargs)
-    ones = torch.ones(T, T, dtype=torch.bool)
+    wrong = lambda kind: lambda ref: ref.oracles.attention.causal(T, kind)  # noqa: E731
     t.close(got, want, f"causal_mask({T}{''.join(f', device={v!r}' for v in kwargs.values())})", hints={
-        "the upper triangle (triu): True must be on and below the diagonal": lambda: ones.triu(),
-        "the diagonal is missing (tril(-1)): a position may attend to itself": lambda: ones.tril(-1),
-        "inverted: True must mean 'may attend', on and below the diagonal": lambda: ~ones.tril(),
+        "the upper triangle (triu): True must be on and below the diagonal": wrong("triu"),
+        "the diagonal is missing (tril(-1)): a position may attend to itself": wrong("no_diagonal"),
+        "inverted: True must mean 'may attend', on and below the diagonal": wrong("inverted"),
     })
 
 

@@ -28,7 +28,7 @@ def call_leaving_inputs(t, fn, args: list, names: tuple[str, ...], what: str):
     got = fn(*placed)
     for name, arg, remote in zip(names, args, placed):
         if isinstance(arg, torch.Tensor):
-            t.close(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
+            t.unchanged(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
     return got
 
 

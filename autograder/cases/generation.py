@@ -20,7 +20,6 @@ import math
 from collections import Counter
 from pathlib import Path
 from typing import Literal
-from unittest import mock
 
 import numpy as np
 import torch
@@ -29,7 +28,7 @@ from ..gradients import fill_parameters, load_reference_weights
 from ..sandbox.process import StudentRaised
 from . import check
 from .common import chi_square_p_value
-from .transformer import lm_logits, lm_modules
+from .transformer import PARTS, lm_logits, lm_modules
 
 # A small float64 model: V, context_length, d_model, num_layers, num_heads, d_ff.
 VOCAB, CONTEXT = 13, 8
@@ -69,17 +68,7 @@ def generated(t, got, prompt: torch.Tensor, max_new_tokens: int, vocab: int, con
 # ---- greedy ---------------------------------------------------------------------------------------------
 
 
-def greedy(model, prompt: torch.Tensor, max_new_tokens: int, *, crop: str = "last", position: int = -1) -> torch.Tensor:
-    """Greedy decoding with a classic mistake: the context cropped to its first tokens, or the logits read at position 0."""
-    ids, n = prompt, model.context_length
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            window = ids[-n:] if crop == "last" else ids[:n]
-            ids = torch.cat([ids, model(window[None])[0, position].argmax().view(1)])
-    return ids
-
-
-@check("transformer.generate_greedy")
+@check("transformer.generate_greedy", builds_on=PARTS)
 def generate_greedy(t, prompt_len: int = 5, max_new_tokens: int = 10):
     """temperature=0: the reference's tokens exactly (float64 weights, so no near-ties)."""
     model, reference = tiny_lm(t)
@@ -95,12 +84,14 @@ def generate_greedy(t, prompt_len: int = 5, max_new_tokens: int = 10):
         raise
     got = generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
     t.close(got, want, f"{what}: the tokens", hints={
-        "the context is cropped to its first context_length tokens instead of its last": lambda: greedy(reference, prompt, max_new_tokens, crop="first"),
-        "the next token is read from the logits at position 0 instead of the last position": lambda: greedy(reference, prompt, max_new_tokens, position=0),
+        "the context is cropped to its first context_length tokens instead of its last":
+            lambda ref: ref.oracles.generation.greedy(reference, prompt, max_new_tokens, crop="first"),
+        "the next token is read from the logits at position 0 instead of the last position":
+            lambda ref: ref.oracles.generation.greedy(reference, prompt, max_new_tokens, position=0),
     })
 
 
-@check("transformer.generate_output")
+@check("transformer.generate_output", builds_on=PARTS)
 def generate_output(t, prompt_len: int = 11, max_new_tokens: int = 4):
     """The result's type, shape and dtype for a prompt longer than the context, greedy and sampled;
     the whole prompt comes first, and the prompt passed in is left as it was."""
@@ -111,7 +102,7 @@ def generate_output(t, prompt_len: int = 11, max_new_tokens: int = 4):
         what = f"generate(model, prompt of {prompt_len} tokens, max_new_tokens={max_new_tokens}, temperature={temperature:g})"
         got = t.student.transformer.generate(model, placed, max_new_tokens, temperature, generator=t.student.torch_generator(t.seed % 2**32))
         generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
-        t.close(t.student.value(placed), prompt, f"{what}: the prompt afterwards (it must not be modified in place)")
+        t.unchanged(t.student.value(placed), prompt, f"{what}: the prompt afterwards (it must not be modified in place)")
 
 
 # ---- sampling -------------------------------------------------------------------------------------------
@@ -119,77 +110,38 @@ def generate_output(t, prompt_len: int = 11, max_new_tokens: int = 4):
 
 def reference_probs(t, model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
     """What the reference passes to torch.multinomial for the token after `prefix`."""
-    return t.expect(lambda ref: multinomial_probs(ref, model, prefix, temperature, top_k))
+    return t.expect(lambda ref: ref.oracles.generation.multinomial_probs(ref, model, prefix, temperature, top_k))
 
 
-def multinomial_probs(ref, model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
-    seen, real = [], torch.multinomial
-
-    def record(probs, *args, **kwargs):
-        seen.append(probs.detach().clone())
-        return real(probs, *args, **kwargs)
-
-    with mock.patch.object(torch, "multinomial", record):
-        ref.transformer.generate(model, prefix, 1, temperature, top_k)
-    return seen[0]
+SAMPLING_MISTAKES = {  # feedback -> oracles.generation.sampling_probs's mistake; the top-k ones apply with top_k only
+    "the temperature is ignored": "no_temperature",
+    "the logits are multiplied by the temperature instead of divided by it": "times_temperature",
+}
+TOP_K_MISTAKES = {
+    "top_k is ignored": "no_top_k",
+    "top-k keeps k + 1 logits": "k_plus_one",
+    "top-k keeps exactly k tokens, dropping those tied with the k-th logit": "exactly_k",
+    "the logits outside the top k are set to 0 instead of -inf before the softmax": "zero_fill",
+    "the probabilities outside the top k are zeroed after the softmax but not renormalised": "not_renormalised",
+}
 
 
 def sampling_hints(t, model, prefix: torch.Tensor, temperature: float, top_k: int | None) -> dict:
     """Probabilities with one classic mistake each, from the reference model's logits for `prefix`."""
     with torch.no_grad():
         logits = t.expect(lambda ref: model(prefix[-model.context_length:][None])[0, -1])
-    V = len(logits)
-
-    def at_least_kth(k: int) -> torch.Tensor:
-        return logits >= logits.sort(descending=True).values[min(k, V) - 1]
-
-    keep = at_least_kth(top_k) if top_k else torch.ones(V, dtype=torch.bool)
-
-    def softmax(scaled, kept=keep, fill=-math.inf):
-        return torch.softmax(scaled.masked_fill(~kept, fill), -1)
-
-    hints = {
-        "the temperature is ignored": lambda: softmax(logits),
-        "the logits are multiplied by the temperature instead of divided by it": lambda: softmax(logits * temperature),
-    }
-    if top_k:
-        hints |= {
-            "top_k is ignored": lambda: softmax(logits / temperature, torch.ones(V, dtype=torch.bool)),
-            "top-k keeps k + 1 logits": lambda: softmax(logits / temperature, at_least_kth(top_k + 1)),
-            "top-k keeps exactly k tokens, dropping those tied with the k-th logit":
-                lambda: softmax(logits / temperature, torch.zeros(V, dtype=torch.bool).scatter(0, logits.topk(top_k).indices, True)),
-            "the logits outside the top k are set to 0 instead of -inf before the softmax": lambda: softmax(logits / temperature, fill=0.0),
-            "the probabilities outside the top k are zeroed after the softmax but not renormalised":
-                lambda: torch.softmax(logits / temperature, -1) * keep,
-        }
-    return hints
+    mistakes = SAMPLING_MISTAKES | (TOP_K_MISTAKES if top_k else {})
+    return {msg: (lambda ref, m=m: ref.oracles.generation.sampling_probs(logits, temperature, top_k, m)) for msg, m in mistakes.items()}
 
 
-def tie_at_kth(rng: np.random.Generator, model, k: int) -> None:
-    """Make the logits at every position: k - 1 tokens in (1, 3), two tokens at exactly 0 (tied k-th),
-    the rest in (-3, -1). ln_final's output is then 1 exactly on dimension 0 (weight 0, bias 1) and
-    input-dependent elsewhere with norm below sqrt(d); the tied rows of lm_head read dimension 0 only."""
-    head, ln = model.lm_head.weight, model.ln_final
-    V, d = head.shape
-    order = rng.permutation(V)
-    offsets = torch.full((V,), -2.0, dtype=head.dtype)
-    offsets[order[: k - 1]], offsets[order[k - 1: k + 1]] = 2.0, 0.0
-    with torch.no_grad():
-        ln.weight[0], ln.bias.zero_()[0] = 0.0, 1.0
-        rows = head[:, 1:] * ln.weight[1:]
-        head[:, 1:] *= 0.9 / math.sqrt(d) / rows.norm(dim=1, keepdim=True)  # |logit - offset| <= 0.9
-        head[:, 0] = offsets
-        head[order[k - 1: k + 1], 1:] = 0.0
-
-
-@check("transformer.generate_sampling")
+@check("transformer.generate_sampling", builds_on=PARTS)
 def generate_sampling(t, temperature: float, top_k: int | None = None, tie: bool = False, prompt_len: int = 5, max_new_tokens: int = 10):
     """One torch.multinomial call per new token, each with the reference's probabilities for the prefix the
     student had at that step (the cropped context, softmax(logits / T), top-k keeping ties), and every
     new token one those probabilities allow. `tie` makes two logits tie at the k-th place at every step."""
     model, reference = tiny_lm(t)
     if tie:
-        t.expect(lambda ref: tie_at_kth(t.rng, reference, top_k))
+        t.expect(lambda ref: ref.oracles.generation.tie_at_kth(t.rng, reference, top_k))
         load_reference_weights(t, model, reference)
     prompt = random_prompt(t, prompt_len, VOCAB)
     spy = t.student.spy("torch.multinomial")
@@ -212,7 +164,7 @@ def generate_sampling(t, temperature: float, top_k: int | None = None, tie: bool
             t.fail(f"{step}: new token {i} is one they give probability 0; append what torch.multinomial returned.")
 
 
-@check("transformer.generate_distribution")
+@check("transformer.generate_distribution", builds_on=PARTS)
 def generate_distribution(t, temperature: float, top_k: int | None = None, draws: int = 2000, vocab: int = 6, prompt_len: int = 5):
     """Single new tokens from one prompt, each with its own seeded generator, follow the reference's
     distribution (chi-square, p < 1e-6 fails: a correct solution fails once in a million); and two
@@ -336,7 +288,7 @@ def trainable(t, model, reference) -> None:
                "nn.Linear / nn.Embedding, on a submodule registered as an attribute or in an nn.ModuleList.")
 
 
-@check("transformer.training")
+@check("transformer.training", builds_on=PARTS)
 def training(t, steps: int = 300, batch: int = 32, lr: float = 3e-3, init: Literal["grader", "own"] = "grader", margin: float = 0.1):
     """The grader's loop trains the student's TransformerLM and the reference on the course corpus, from the
     same weights (init="grader": drawn by the grader; "own": each model's own initialisation after the same

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..gradients import check_gradients
+from ..rounding import exact, rounded
 from . import check
 from .common import call_leaving_inputs, tensor, tensors
 
@@ -18,24 +19,6 @@ def lstm_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str)
     return [tensor(rng, batch, steps, d_in, dtype=dtype, scale=1.0), tensor(rng, batch, hidden, dtype=dtype),
             tensor(rng, batch, hidden, dtype=dtype), tensor(rng, 4 * hidden, d_in, dtype=dtype),
             tensor(rng, 4 * hidden, hidden, dtype=dtype), tensor(rng, 4 * hidden, dtype=dtype)]
-
-
-def wrong_step(x_t, h, c, W_ih, W_hh, b, *, order: str = "ifgo", cell_tanh: bool = True, swap_fg: bool = False, g_act=torch.tanh):
-    """An LSTM step with one classic mistake switched on, for the feedback's hints."""
-    gates = x_t @ W_ih.T + h @ W_hh.T + b
-    blocks = dict(zip(order, gates.chunk(4, dim=-1)))
-    i, f, g, o = torch.sigmoid(blocks["i"]), torch.sigmoid(blocks["f"]), g_act(blocks["g"]), torch.sigmoid(blocks["o"])
-    c = f * g + i * c if swap_fg else f * c + i * g
-    return o * (torch.tanh(c) if cell_tanh else c), c
-
-
-def wrong_forward(x, h0, c0, W_ih, W_hh, b, zero_state: bool = False, **mistake):
-    h, c = (torch.zeros_like(h0), torch.zeros_like(c0)) if zero_state else (h0, c0)
-    hs = []
-    for t in range(x.shape[1]):
-        h, c = wrong_step(x[:, t], h, c, W_ih, W_hh, b, **mistake)
-        hs.append(h)
-    return torch.stack(hs, dim=1)
 
 
 def unpack_forward(t, got, what: str) -> tuple:
@@ -59,12 +42,12 @@ MISTAKES = {
 def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
     x, h0, c0, W_ih, W_hh, b = lstm_inputs(t.rng, batch, 1, d_in, hidden, dtype)
     x_t = x[:, 0]
-    h_t, c_t = t.expect(lambda ref: ref.lstm.lstm_step(x_t, h0, c0, W_ih, W_hh, b))
+    h_t, c_t = t.expect(lambda ref: rounded(ref.lstm.lstm_step, x_t, h0, c0, W_ih, W_hh, b))
     what = f"lstm_step with B={batch}, I={d_in}, H={hidden}, {dtype}"
     got_h, got_c = tensors(t, t.student.lstm.lstm_step(x_t, h0, c0, W_ih, W_hh, b), what, ("h_t", "c_t"))
     step_mistakes = {m: kw for m, kw in MISTAKES.items() if "zero_state" not in kw}
     for i, (name, got, want) in enumerate((("c_t", got_c, c_t), ("h_t", got_h, h_t))):
-        hints = {m: (lambda kw=kw, i=i: wrong_step(x_t, h0, c0, W_ih, W_hh, b, **kw)[1 - i]) for m, kw in step_mistakes.items()}
+        hints = {m: (lambda ref, kw=kw, i=i: ref.oracles.lstm.step(x_t, h0, c0, W_ih, W_hh, b, **kw)[1 - i]) for m, kw in step_mistakes.items()}
         t.close(got, want, f"{what}: {name}", hints=hints)
 
 
@@ -72,12 +55,12 @@ def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float6
 def forward(t, batch: int = 3, steps: int = 15, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
     """Values over a long sequence, and the inputs are left as they were."""
     args = lstm_inputs(t.rng, batch, steps, d_in, hidden, dtype)
-    hs, (h_last, c_last) = t.expect(lambda ref: ref.lstm.lstm_forward(*args))
+    hs, (h_last, c_last) = t.expect(lambda ref: rounded(ref.lstm.lstm_forward, *args))
     what = f"lstm_forward over T={steps} steps, {dtype}"
     got = call_leaving_inputs(t, t.student.lstm.lstm_forward, args, ("x", "h0", "c0", "W_ih", "W_hh", "b"), what)
     got_hs, got_h, got_c = unpack_forward(t, got, what)
-    t.close(got_hs, hs, f"{what}: hs", hints={m: (lambda kw=kw: wrong_forward(*args, **kw)) for m, kw in MISTAKES.items()})
-    t.close(got_h, h_last, f"{what}: h_last", hints={"h_last and c_last are swapped: return (hs, (h, c))": lambda: c_last})
+    t.close(got_hs, hs, f"{what}: hs", hints={m: (lambda ref, kw=kw: ref.oracles.lstm.forward(*args, **kw)) for m, kw in MISTAKES.items()})
+    t.close(got_h, h_last, f"{what}: h_last", hints={"h_last and c_last are swapped: return (hs, (h, c))": lambda ref: exact(c_last)})
     t.close(got_c, c_last, f"{what}: c_last")
 
 

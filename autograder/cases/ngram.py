@@ -1,7 +1,7 @@
-"""Cases for component `ngram` (ngram.py)."""
+"""Cases for component `ngram` (ngram.py). Probabilities are checked against a brute-force count of the
+padded corpus (ref.oracles.ngram), independent of any model class."""
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import numpy as np
@@ -42,36 +42,17 @@ def queries(rng: np.random.Generator, corpus: list[list[str]], n: int, count: in
     return out
 
 
-def brute_prob(corpus, n: int, k: float, word: str, context: list[str], vocab_delta: int = 0) -> float:
-    """P(word | context) by scanning the padded corpus: an oracle independent of any model class.
-
-    `vocab_delta` shifts |vocab| to reproduce the classic off-by-one vocabularies.
-    """
-    history = tuple(([BOS] * (n - 1) + list(context))[len(context):])
-    c_hw = c_h = 0
-    for sentence in corpus:
-        padded = [BOS] * (n - 1) + sentence + [EOS]
-        for i in range(n - 1, len(padded)):
-            if tuple(padded[i - n + 1:i]) == history:
-                c_h += 1
-                c_hw += padded[i] == word
-    vocab_size = len({w for s in corpus for w in s} | {EOS}) + vocab_delta
-    if k == 0:
-        return c_hw / c_h if c_h else 0.0
-    return (c_hw + k) / (c_h + k * vocab_size)
-
-
 @check("ngram.padding")
 def padding(t, n: int):
+    """Three sentences at once, so that a likely mistake is named only when it explains all three."""
     sentences = [["the", "cat", "sat"], [], ["a"]]
-    for tokens in sentences:
-        want = t.expect(lambda ref: ref.ngram.pad_sentence(tokens, n))
-        got = t.student.ngram.pad_sentence(tokens, n)
-        t.equal(got, want, f"pad_sentence({tokens}, n={n})", hints={
-            "n BOS tokens instead of n - 1": lambda: [BOS] * n + tokens + [EOS],
-            "the EOS token is missing": lambda: [BOS] * (n - 1) + tokens,
-            "BOS and EOS are swapped": lambda: [EOS] * (n - 1) + tokens + [BOS],
-        })
+    want = t.expect(lambda ref: [ref.ngram.pad_sentence(tokens, n) for tokens in sentences])
+    got = [t.student.ngram.pad_sentence(tokens, n) for tokens in sentences]
+    t.equal(got, want, f"[pad_sentence(tokens, n={n}) for tokens in {sentences}]", hints={
+        "n BOS tokens instead of n - 1": lambda ref: ref.oracles.ngram.padded(sentences, n, bos=n),
+        "the EOS token is missing": lambda ref: ref.oracles.ngram.padded(sentences, n, eos=False),
+        "BOS and EOS are swapped": lambda ref: ref.oracles.ngram.padded(sentences, n, swapped=True),
+    })
 
 
 @check("ngram.counts")
@@ -80,8 +61,8 @@ def counts(t, n: int):
     want = t.expect(lambda ref: dict(ref.ngram.count_ngrams(corpus, n)))
     got = t.student.ngram.count_ngrams(corpus, n)
     t.equal(got, want, f"count_ngrams(corpus of {len(corpus)} sentences, n={n})", hints={
-        "sentences are not padded with BOS/EOS": lambda: dict(Counter(tuple(s[i:i + n]) for s in corpus for i in range(len(s) - n + 1))),
-        "counts stop before the EOS n-gram": lambda: {g: c for g, c in want.items() if g[-1] != "</s>"},
+        "sentences are not padded with BOS/EOS": lambda ref: ref.oracles.ngram.counts(corpus, n, pad=False),
+        "counts stop before the EOS n-gram": lambda ref: ref.oracles.ngram.counts(corpus, n, eos=False),
     })
 
 
@@ -89,13 +70,15 @@ def counts(t, n: int):
 def slide_example(t):
     lm = t.student.ngram.NGramLM(3)
     lm.fit(SLIDE_CORPUS)
-    for word, share in [("corn", 4 / 11), ("grass", 3 / 11), ("hay", 2 / 11), ("oats", 1 / 11)]:
-        want = t.expect(lambda ref: ref.ngram.NGramLM(3).fit(SLIDE_CORPUS).prob(word, ["cows", "eat"]))
-        assert math.isclose(want, share), "the reference disagrees with the slide"
-        t.close(lm.prob(word, ["cows", "eat"]), want, f"P({word} | cows eat) on the slide's corpus", hints={
-            "divided by the count of all n-grams instead of C(h)": lambda: share * 11 / SLIDE_TRIGRAMS,
-            "add-one smoothing applied although k = 0": lambda: (share * 11 + 1) / (11 + SLIDE_VOCAB),
-        })
+    words, counts = ["corn", "grass", "hay", "oats"], np.array([4, 3, 2, 1])
+    labels = [f"P({word} | cows eat)" for word in words]
+    want = t.expect(lambda ref: np.array([ref.ngram.NGramLM(3).fit(SLIDE_CORPUS).prob(word, ["cows", "eat"]) for word in words]))
+    assert np.allclose(want, counts / 11), "the reference disagrees with the slide"
+    got = t.numbers([lm.prob(word, ["cows", "eat"]) for word in words], labels)
+    t.close(got, want, "P(word | cows eat) on the slide's corpus", labels=labels, hints={
+        "divided by the count of all n-grams instead of C(h)": lambda ref: counts / SLIDE_TRIGRAMS,
+        "add-one smoothing applied although k = 0": lambda ref: (counts + 1) / (11 + SLIDE_VOCAB),
+    })
 
 
 @check("ngram.vocab")
@@ -106,8 +89,8 @@ def vocab(t, n: int):
     lm.fit(corpus)
     words = {w for s in corpus for w in s}
     t.equal(t.student.value(lm.vocab), want, "vocab after fit", hints={
-        "EOS is missing from vocab": lambda: words,
-        "BOS is in vocab": lambda: words | {BOS, EOS},
+        "EOS is missing from vocab": lambda ref: words,
+        "BOS is in vocab": lambda ref: words | {BOS, EOS},
     })
 
 
@@ -117,14 +100,16 @@ def probabilities(t, n: int, k: float = 0.0):
     corpus = random_corpus(t.rng)
     lm = t.student.ngram.NGramLM(n, k)
     lm.fit(corpus)
-    for word, context in queries(t.rng, corpus, n):
-        want = t.expect(lambda ref: brute_prob(corpus, n, k, word, context))
-        t.close(lm.prob(word, context), want, f"prob({word!r}, context={context}) with n={n}, k={k:g}", hints={
-            "|vocab| counts BOS": lambda: brute_prob(corpus, n, k, word, context, vocab_delta=1),
-            "|vocab| leaves out EOS": lambda: brute_prob(corpus, n, k, word, context, vocab_delta=-1),
-            "the history is taken from the start of the context, not its last n - 1 tokens": lambda: brute_prob(
-                corpus, n, k, word, context[: n - 1]),
-        })
+    asked = queries(t.rng, corpus, n)
+    labels = [f"prob({word!r}, context={context})" for word, context in asked]
+    got = t.numbers([lm.prob(word, context) for word, context in asked], labels)
+    want = t.expect(lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked)))
+    t.close(got, want, f"prob(word, context) on {len(asked)} queries with n={n}, k={k:g}", labels=labels, hints={
+        "|vocab| counts BOS": lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked, vocab_delta=1)),
+        "|vocab| leaves out EOS": lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked, vocab_delta=-1)),
+        "the history is taken from the start of the context, not its last n - 1 tokens":
+            lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked, head=True)),
+    })
 
 
 @check("ngram.distribution")
@@ -139,11 +124,12 @@ def distribution(t, n: int, k: float = 0.0):
         if not isinstance(got, dict):
             t.fail(f"{what}: expected a dict from word to probability, got {type(got).__name__}.")
         t.equal(set(got), set(want), f"{what}: its words (they must be exactly vocab)", hints={
-            "BOS is among the words": lambda: set(want) | {BOS},
-            "EOS is missing from the words": lambda: set(want) - {EOS},
+            "BOS is among the words": lambda ref: set(want) | {BOS},
+            "EOS is missing from the words": lambda ref: set(want) - {EOS},
         })
-        for word in sorted(want):
-            t.close(got[word], want[word], f"{what}[{word!r}]")
+        words = sorted(want)
+        labels = [f"the probability of {word!r}" for word in words]
+        t.close(t.numbers([got[word] for word in words], labels), np.array([want[word] for word in words]), what, labels=labels)
 
 
 @check("ngram.sentence_logprob")
@@ -152,36 +138,28 @@ def sentence_logprob(t, n: int, k: float = 0.0):
     sentences = [corpus[i] for i in t.rng.choice(len(corpus), size=6, replace=False)] + [["cat", "zebra"], []]
     lm = t.student.ngram.NGramLM(n, k)
     lm.fit(corpus)
-    for tokens in sentences:
-        want = t.expect(lambda ref: ref.ngram.NGramLM(n, k).fit(corpus).sentence_logprob(tokens))
-        padded = [BOS] * (n - 1) + tokens + [EOS]
-        factors = [brute_prob(corpus, n, k, padded[i], padded[n - 1:i]) for i in range(n - 1, len(padded))]
-        t.close(lm.sentence_logprob(tokens), want, f"sentence_logprob({tokens}) with n={n}, k={k:g}", hints={
-            "the EOS factor is missing": lambda: _log_sum(factors[:-1]),
-            "log base 2 instead of the natural log": lambda: _log_sum(factors) / math.log(2),
-            "the product of probabilities, not its log": lambda: math.exp(_log_sum(factors)),
-        })
-
-
-def _log_sum(probs: list[float]) -> float:
-    return -math.inf if min(probs, default=1.0) == 0 else sum(math.log(p) for p in probs)
+    labels = [f"sentence_logprob({tokens})" for tokens in sentences]
+    got = t.numbers([lm.sentence_logprob(tokens) for tokens in sentences], labels)
+    want = t.expect(lambda ref: np.array([ref.ngram.NGramLM(n, k).fit(corpus).sentence_logprob(tokens) for tokens in sentences]))
+    t.close(got, want, f"sentence_logprob(tokens) of {len(sentences)} sentences with n={n}, k={k:g}", labels=labels, hints={
+        "the EOS factor is missing": lambda ref: np.array(ref.oracles.ngram.sentence_logprobs(corpus, n, k, sentences, eos=False)),
+        "log base 2 instead of the natural log": lambda ref: np.array(ref.oracles.ngram.sentence_logprobs(corpus, n, k, sentences, base=2)),
+        "the product of probabilities, not its log": lambda ref: np.array(ref.oracles.ngram.sentence_logprobs(corpus, n, k, sentences, log=False)),
+    })
 
 
 @check("ngram.perplexity")
 def perplexity(t, n: int, k: float = 0.0, unseen: bool = False):
-    """Against exp(-sum log p / N) computed here from brute-force probabilities."""
+    """Against exp(-sum log p / N) from brute-force probabilities."""
     corpus = random_corpus(t.rng)
     held_out = random_corpus(t.rng, sentences=6) + ([["cat", "zebra"]] if unseen else [])
-    logprob = sum(_log_sum([brute_prob(corpus, n, k, p[i], p[n - 1:i]) for i in range(n - 1, len(p))])
-                  for p in ([BOS] * (n - 1) + s + [EOS] for s in held_out))
-    tokens = sum(len(s) + 1 for s in held_out)
-    want = t.expect(lambda ref: math.exp(-logprob / tokens))
+    want = t.expect(lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out))
     lm = t.student.ngram.NGramLM(n, k)
     lm.fit(corpus)
     t.close(lm.perplexity(held_out), want, f"perplexity on {len(held_out)} held-out sentences with n={n}, k={k:g}", hints={
-        "N does not count one EOS per sentence": lambda: math.exp(-logprob / (tokens - len(held_out))),
-        "averaged per sentence instead of per token": lambda: math.exp(-logprob / len(held_out)),
-        "the log-probability is not negated": lambda: math.exp(logprob / tokens),
+        "N does not count one EOS per sentence": lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out, count_eos=False),
+        "averaged per sentence instead of per token": lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out, per="sentence"),
+        "the log-probability is not negated": lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out, sign=1.0),
     })
 
 
@@ -203,7 +181,7 @@ def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
             t.fail(f"sample(rng, max_len={max_len}) returned {len(words)} words: stop after max_len words.")
         padded = [BOS] * (n - 1) + words + ([EOS] if len(words) < max_len else [])
         transitions.update((tuple(padded[i - n + 1:i]), padded[i]) for i in range(n - 1, len(padded)))
-    probs = t.expect(lambda ref: _transition_probs(ref.ngram.NGramLM(n, 0.5).fit(corpus), transitions, n))
+    probs = t.expect(lambda ref: ref.oracles.ngram.transition_probs(ref.ngram.NGramLM(n, 0.5).fit(corpus), transitions))
     unknown = [w for (_, w) in transitions if w not in probs[next(iter(probs))]]
     if unknown:
         t.fail(f"sample drew {unknown[0]!r}, which is not in vocab.")
@@ -214,10 +192,6 @@ def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
     first = [lm.sample(t.student.numpy_rng(7), max_len=max_len) for _ in range(2)]
     if first[0] != first[1]:
         t.fail("Two generators seeded alike gave different sentences: draw only from the rng you are given.")
-
-
-def _transition_probs(model, transitions: Counter, n: int) -> dict:
-    return {h: model.next_token_distribution(list(h)) for h in {h for h, _ in transitions}}
 
 
 @check("ngram.inputs_unchanged")

@@ -7,9 +7,9 @@ a missing transpose, an ignored h0 or an off-by-one in time all show.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
+from ..rounding import exact, rounded
 from . import check
 from .common import DTYPES, call_leaving_inputs, tensor, tensors
 
@@ -19,23 +19,13 @@ def rnn_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str) 
             tensor(rng, hidden, d_in, dtype=dtype), tensor(rng, hidden, hidden, dtype=dtype), tensor(rng, hidden, dtype=dtype)]
 
 
-def wrong_forward(x, h0, W_xh, W_hh, b_h, *, transpose: bool = True, use_h0: bool = True, tanh: bool = True, shift: bool = False):
-    """The recurrence with one classic mistake switched on, for the feedback's hints."""
-    h = h0 if use_h0 else torch.zeros_like(h0)
-    hs = [h] if shift else []
-    for t in range(x.shape[1]):
-        pre = x[:, t] @ W_xh.T + h @ (W_hh.T if transpose else W_hh) + b_h
-        h = torch.tanh(pre) if tanh else pre
-        hs.append(h)
-    return torch.stack(hs[: x.shape[1]], dim=1)
-
-
 def forward_hints(x, h0, W_xh, W_hh, b_h) -> dict:
+    wrong = lambda **mistake: lambda ref: ref.oracles.rnn.forward(x, h0, W_xh, W_hh, b_h, **mistake)  # noqa: E731
     return {
-        "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, transpose=False),
-        "h0 is ignored (the recurrence starts from zeros)": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, use_h0=False),
-        "tanh is missing": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, tanh=False),
-        "hs is one step late: hs[:, t] must be the state after reading x[:, t], without h0": lambda: wrong_forward(x, h0, W_xh, W_hh, b_h, shift=True),
+        "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": wrong(transpose=False),
+        "h0 is ignored (the recurrence starts from zeros)": wrong(use_h0=False),
+        "tanh is missing": wrong(tanh=False),
+        "hs is one step late: hs[:, t] must be the state after reading x[:, t], without h0": wrong(shift=True),
     }
 
 
@@ -53,12 +43,13 @@ def student_model(t, vocab: int, embed: int, hidden: int, reference):
 def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
     x, h0, W_xh, W_hh, b_h = rnn_inputs(t.rng, batch, 1, d_in, hidden, dtype)
     x_t = x[:, 0]
-    want = t.expect(lambda ref: ref.rnn.rnn_step(x_t, h0, W_xh, W_hh, b_h))
+    want = t.expect(lambda ref: rounded(ref.rnn.rnn_step, x_t, h0, W_xh, W_hh, b_h))
     got = t.student.rnn.rnn_step(x_t, h0, W_xh, W_hh, b_h)
+    wrong = lambda **mistake: lambda ref: ref.oracles.rnn.step(x_t, h0, W_xh, W_hh, b_h, **mistake)  # noqa: E731
     t.close(got, want, f"rnn_step with B={batch}, I={d_in}, H={hidden}, {dtype}", hints={
-        "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": lambda: torch.tanh(x_t @ W_xh.T + h0 @ W_hh + b_h),
-        "the bias is missing": lambda: torch.tanh(x_t @ W_xh.T + h0 @ W_hh.T),
-        "tanh is missing": lambda: x_t @ W_xh.T + h0 @ W_hh.T + b_h,
+        "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": wrong(transpose=False),
+        "the bias is missing": wrong(bias=False),
+        "tanh is missing": wrong(tanh=False),
     })
 
 
@@ -66,7 +57,7 @@ def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float6
 def forward(t, batch: int = 3, steps: int = 12, d_in: int = 4, hidden: int = 5, dtype: str = "float64"):
     """Values over a long sequence, and the inputs are left as they were."""
     args = rnn_inputs(t.rng, batch, steps, d_in, hidden, dtype)
-    hs, h_last = t.expect(lambda ref: ref.rnn.rnn_forward(*args))
+    hs, h_last = t.expect(lambda ref: rounded(ref.rnn.rnn_forward, *args))
     what = f"rnn_forward over T={steps} steps, {dtype}"
     got = call_leaving_inputs(t, t.student.rnn.rnn_forward, args, ("x", "h0", "W_xh", "W_hh", "b_h"), what)
     got_hs, got_last = tensors(t, got, what, ("hs", "h_last"))
@@ -89,14 +80,14 @@ def lm_forward(t, batch: int = 3, steps: int = 7, vocab: int = 11, embed: int = 
     ids = torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
     h0 = [tensor(t.rng, batch, hidden, dtype=dtype)] if with_h0 else []
     with torch.no_grad():
-        logits, h_last = t.expect(lambda ref: ref_model(ids, *h0))
+        logits, h_last = t.expect(lambda ref: rounded(ref_model, ids, *h0))
     what = f"RNNLM forward on ids of shape {(batch, steps)}" + (" with h0" if with_h0 else " with h0=None")
     got_logits, got_last = tensors(t, model(ids, *h0), what, ("logits", "h_last"))
     with torch.no_grad():
         from_zeros = t.expect(lambda ref: ref_model(ids)[0])
     t.close(got_logits, logits, f"{what}: logits", hints={
-        "the output bias b_y is missing": lambda: logits - ref_model.b_y.detach(),
-        "the given h0 is ignored (the recurrence starts from zeros)": lambda: from_zeros,
+        "the output bias b_y is missing": lambda ref: exact(logits) - ref_model.b_y.detach(),
+        "the given h0 is ignored (the recurrence starts from zeros)": lambda ref: from_zeros,
     })
     t.close(got_last, h_last, f"{what}: h_last")
 
@@ -123,11 +114,10 @@ def loss(t, batch: int = 4, steps: int = 9, vocab: int = 10, embed: int = 4, hid
     got = t.student.rnn.rnn_lm_loss(model, ids)
     if type(got) is not torch.Tensor or got.numel() != 1:
         t.fail(f"rnn_lm_loss: expected a scalar tensor, got {type(got).__name__}.")
-    flat = lambda lg, tg: F.cross_entropy(lg.reshape(-1, vocab), tg.reshape(-1)).item()  # noqa: E731
     t.close(got.item(), want, f"rnn_lm_loss on ids of shape {(batch, steps)}", hints={
-        "the logits are not shifted: position t is scored against its own token": lambda: flat(logits, ids),
-        "shifted the wrong way: logits[:, 1:] against ids[:, :-1]": lambda: flat(logits[:, 1:], ids[:, :-1]),
-        "the sum over predictions instead of the mean": lambda: want * batch * (steps - 1),
+        "the logits are not shifted: position t is scored against its own token": lambda ref: ref.oracles.rnn.loss(logits, ids, shift="none"),
+        "shifted the wrong way: logits[:, 1:] against ids[:, :-1]": lambda ref: ref.oracles.rnn.loss(logits, ids, shift="back"),
+        "the sum over predictions instead of the mean": lambda ref: want * batch * (steps - 1),
     })
     check_gradients(t, t.student.rnn.rnn_lm_loss, lambda _model, i: t.expect(lambda ref: ref.rnn.rnn_lm_loss(ref_model, i)),
                     [model, ids], grad_args=[], names=[], outputs=["loss"], parameters=(model, ref_model))

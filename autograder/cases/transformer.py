@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
+from ..rounding import rounded
 from ..sandbox.process import StudentRaised
 from . import check
-from .attention import wrong_mha
 from .common import DTYPES, call_leaving_inputs, tensor
 
 
@@ -42,139 +41,100 @@ def values_and_gradients(t, student, reference, x: torch.Tensor, what: str, hint
     """The output (with hints for known mistakes), the input left as it was, then the gradients of a
     floating input and of every parameter."""
     with torch.no_grad():
-        want = t.expect(lambda ref: reference(x))
+        want = t.expect(lambda ref: rounded(reference, x))
     t.close(call_leaving_inputs(t, student, [x], ("x",), what), want, what, hints=hints)
     grad_args = [0] if x.is_floating_point() else []
     check_gradients(t, student, reference, [x], grad_args=grad_args, names=["x"], outputs=[what], parameters=(student, reference))
+
+
+# The modules a TransformerLM is made of, by the check that grades each: every case built on one names its failures.
+PARTS = ("transformer.layer_norm", "transformer.feed_forward", "transformer.attention", "transformer.block", "transformer.lm")
 
 
 def random_ids(t, batch: int, steps: int, vocab: int) -> torch.Tensor:
     return torch.from_numpy(t.rng.integers(0, vocab, size=(batch, steps)))
 
 
-# ---- known mistakes, recomputed with the reference's weights -------------------------------------------
-
-
-def layer_norm(m, x, eps: float, *, dims=(-1,), unbiased: bool = False, where: str = "inside"):
-    """LayerNorm with `m`'s weight and bias and a mistake: other axes, unbiased variance, eps "outside" the
-    sqrt or "missing"."""
-    mean = x.mean(dim=dims, keepdim=True)
-    var = x.var(dim=dims, keepdim=True, unbiased=unbiased)
-    std = {"inside": lambda: torch.sqrt(var + eps), "outside": lambda: torch.sqrt(var) + eps, "missing": lambda: torch.sqrt(var)}[where]()
-    return (x - mean) / std * m.weight + m.bias
-
-
-def attention(m, x, num_heads: int, allowed, **mistake):
-    """Self-attention with `m`'s projections and one of wrong_mha's mistakes; `allowed` (T, T) bool
-    (None: no mask) stands in for the causal mask."""
-    Ws = (m.q_proj.weight, m.k_proj.weight, m.v_proj.weight, m.output_proj.weight)
-    return wrong_mha(x, x, *Ws, num_heads, allowed, **mistake)
-
-
-def block(m, x, norm_first: bool, *, attn_residual: bool = True, ffn_residual: bool = True,
-          normed_residual: bool = False, renorm: bool = False):
-    """TransformerBlock `m` with a mistake. Pre-LN only: `normed_residual` carries ln(x) on the residual
-    path; `renorm` also normalises each residual sum."""
-    sublayers = ((m.ln1, m.attn, attn_residual), (m.ln2, m.ffn, ffn_residual))
-    for ln, sublayer, residual in sublayers:
-        if norm_first:
-            normed = ln(x)
-            x = (normed if normed_residual else x) * residual + sublayer(normed)
-            x = ln(x) if renorm else x
-        else:
-            x = ln(x * residual + sublayer(x))
-    return x
-
-
-def language_model(m, ids, norm_first: bool, *, positions: str = "first", final_ln: bool = True, blocks_norm_first: bool | None = None):
-    """TransformerLM `m` with a mistake: `positions` "first" T rows, "last" T rows, "reversed", or "none";
-    no ln_final; blocks run with another norm_first."""
-    T = ids.shape[1]
-    table = m.position_embeddings.weight
-    x = m.token_embeddings(ids) + {"first": table[:T], "last": table[-T:], "reversed": table[:T].flip(0), "none": 0}[positions]
-    for layer in m.layers:
-        x = block(layer, x, norm_first if blocks_norm_first is None else blocks_norm_first)
-    if norm_first and final_ln:
-        x = m.ln_final(x)
-    return m.lm_head(x)
-
-
 # ---- the modules -----------------------------------------------------------------------------------
 
 
-@check("transformer.layer_norm")
+@check("transformer.layer_norm", subject="LayerNorm")
 def layer_norm_case(t, batch: int = 2, steps: int = 5, d_model: int = 8, eps: float | None = None, scale: float = 0.05, dtype: str = "float64"):
     """Over the last axis of a 3-D input. A small input `scale` makes var comparable to eps, so eps misplaced
     or missing shows; each row has its own offset, so the mean must be subtracted."""
     kwargs = {} if eps is None else {"eps": eps}
     student, reference = modules(t, lambda tf: tf.LayerNorm(d_model, **kwargs), dtype)
     x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=scale) + tensor(t.rng, batch, steps, 1, dtype=dtype)
-    m, e = reference, 1e-5 if eps is None else eps
+    e = 1e-5 if eps is None else eps
+    wrong = lambda eps=e, **mistake: lambda ref: ref.oracles.transformer.layer_norm(reference, x, eps, **mistake)  # noqa: E731
     hints = {
-        "the unbiased variance (divide by d_model - 1; torch.var's default unbiased=True)": lambda: layer_norm(m, x, e, unbiased=True),
-        "eps added outside the square root (sqrt(var) + eps)": lambda: layer_norm(m, x, e, where="outside"),
-        "eps is missing (sqrt(var))": lambda: layer_norm(m, x, e, where="missing"),
-        "normalised over the sequence axis (dim 1) instead of the last": lambda: layer_norm(m, x, e, dims=(1,)),
-        "normalised over the last two axes instead of the last one": lambda: layer_norm(m, x, e, dims=(1, 2)),
+        "the unbiased variance (divide by d_model - 1; torch.var's default unbiased=True)": wrong(unbiased=True),
+        "eps added outside the square root (sqrt(var) + eps)": wrong(where="outside"),
+        "eps is missing (sqrt(var))": wrong(where="missing"),
+        "normalised over the sequence axis (dim 1) instead of the last": wrong(dims=(1,)),
+        "normalised over the last two axes instead of the last one": wrong(dims=(1, 2)),
     }
     if eps is not None:
-        hints["the eps argument is ignored (always 1e-5)"] = lambda: layer_norm(m, x, 1e-5)
+        hints["the eps argument is ignored (always 1e-5)"] = wrong(eps=1e-5)
     values_and_gradients(t, student, reference, x, f"LayerNorm({d_model}{'' if eps is None else f', eps={eps:g}'}) on x of shape "
                          f"{tuple(x.shape)}, {dtype}", hints)
 
 
-@check("transformer.feed_forward")
+@check("transformer.feed_forward", subject="FeedForward")
 def feed_forward(t, batch: int = 2, steps: int = 4, d_model: int = 8, d_ff: int = 20, dtype: str = "float64"):
     student, reference = modules(t, lambda tf: tf.FeedForward(d_model, d_ff), dtype)
     x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=1.0)
-    m = reference
+    wrong = lambda activation: lambda ref: ref.oracles.transformer.feed_forward(reference, x, activation)  # noqa: E731
     values_and_gradients(t, student, reference, x, f"FeedForward({d_model}, {d_ff}) on x of shape {tuple(x.shape)}, {dtype}", {
-        "ReLU instead of GELU": lambda: m.w2(F.relu(m.w1(x))),
-        "the tanh approximation of GELU instead of the exact x * Phi(x)": lambda: m.w2(F.gelu(m.w1(x), approximate="tanh")),
-        "the activation is missing": lambda: m.w2(m.w1(x)),
+        "ReLU instead of GELU": wrong("relu"),
+        "the tanh approximation of GELU instead of the exact x * Phi(x)": wrong("tanh"),
+        "the activation is missing": wrong("none"),
     })
 
 
-@check("transformer.attention")
+@check("transformer.attention", subject="MultiHeadSelfAttention")
 def attention_case(t, batch: int = 2, steps: int = 6, d_model: int = 12, num_heads: int = 3, causal: bool = True, dtype: str = "float64"):
     """MultiHeadSelfAttention with dk = d_model / num_heads != d_model, so a head split or a scale by the
     wrong width shows."""
     student, reference = modules(t, lambda tf: tf.MultiHeadSelfAttention(d_model, num_heads, causal=causal), dtype)
     x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=1.0)
-    m, h = reference, num_heads
-    ones = torch.ones(steps, steps, dtype=torch.bool)
-    mask = ones.tril() if causal else None
+    right = "tril" if causal else "none"
+
+    def wrong(mask: str = right, **mistake):
+        return lambda ref: ref.oracles.transformer.attention(reference, x, num_heads, mask, **mistake)
+
     hints = {
         "heads split with view(B, num_heads, T, dk) instead of view(B, T, num_heads, dk).transpose(1, 2)":
-            lambda: attention(m, x, h, mask, split_transpose=False, merge_transpose=False),
-        "head outputs merged with reshape(B, T, d) without transposing (B, h, T, dk) back first":
-            lambda: attention(m, x, h, mask, merge_transpose=False),
-        "the scores are not scaled by 1/sqrt(dk)": lambda: attention(m, x, h, mask, scale=1.0),
-        "the scores are scaled by 1/sqrt(d_model) instead of 1/sqrt(dk)": lambda: attention(m, x, h, mask, scale=math.sqrt(d_model)),
+            wrong(split_transpose=False, merge_transpose=False),
+        "head outputs merged with reshape(B, T, d) without transposing (B, h, T, dk) back first": wrong(merge_transpose=False),
+        "the scores are not scaled by 1/sqrt(dk)": wrong(scale=1.0),
+        "the scores are scaled by 1/sqrt(d_model) instead of 1/sqrt(dk)": wrong(scale=math.sqrt(d_model)),
     }
     if causal:
-        hints["the causal mask is missing"] = lambda: attention(m, x, h, None)
-        hints["the mask lets each position see the next one too (tril(1) instead of tril())"] = lambda: attention(m, x, h, ones.tril(1))
-        hints["the mask is transposed: it keeps keys j >= i (triu) instead of j <= i"] = lambda: attention(m, x, h, ones.triu())
+        hints["the causal mask is missing"] = wrong("none")
+        hints["the mask lets each position see the next one too (tril(1) instead of tril())"] = wrong("next")
+        hints["the mask is transposed: it keeps keys j >= i (triu) instead of j <= i"] = wrong("triu")
     else:
-        hints["a causal mask is applied although causal=False"] = lambda: attention(m, x, h, ones.tril())
-    values_and_gradients(t, student, reference, x, f"MultiHeadSelfAttention({d_model}, {h}, causal={causal}) on x of shape {tuple(x.shape)}, {dtype}", hints)
+        hints["a causal mask is applied although causal=False"] = wrong("tril")
+    values_and_gradients(t, student, reference, x, f"MultiHeadSelfAttention({d_model}, {num_heads}, causal={causal}) on x of shape "
+                         f"{tuple(x.shape)}, {dtype}", hints)
 
 
-@check("transformer.block")
+@check("transformer.block", subject="TransformerBlock", builds_on=PARTS[:3])
 def block_case(t, batch: int = 2, steps: int = 5, d_model: int = 8, num_heads: int = 2, d_ff: int = 16,
                norm_first: bool = True, causal: bool = True, dtype: str = "float64"):
     student, reference = modules(t, lambda tf: tf.TransformerBlock(d_model, num_heads, d_ff, norm_first=norm_first, causal=causal), dtype)
     x = tensor(t.rng, batch, steps, d_model, dtype=dtype, scale=1.0)
-    m, nf = reference, norm_first
+    nf = norm_first
+    wrong = lambda norm_first=nf, **mistake: lambda ref: ref.oracles.transformer.block(reference, x, norm_first, **mistake)  # noqa: E731
     hints = {
-        ("post-LN computed although norm_first=True" if nf else "pre-LN computed although norm_first=False"): lambda: block(m, x, not nf),
-        "the residual around attention is missing": lambda: block(m, x, nf, attn_residual=False),
-        "the residual around the feed-forward is missing": lambda: block(m, x, nf, ffn_residual=False),
+        ("post-LN computed although norm_first=True" if nf else "pre-LN computed although norm_first=False"): wrong(not nf),
+        "the residual around attention is missing": wrong(attn_residual=False),
+        "the residual around the feed-forward is missing": wrong(ffn_residual=False),
     }
     if nf:
-        hints["the residual carries the normalised input (x = ln(x); x = x + sublayer(x))"] = lambda: block(m, x, nf, normed_residual=True)
-        hints["LayerNorm also applied to each residual sum (x = ln(x + sublayer(ln(x))))"] = lambda: block(m, x, nf, renorm=True)
+        hints["the residual carries the normalised input (x = ln(x); x = x + sublayer(x))"] = wrong(normed_residual=True)
+        hints["LayerNorm also applied to each residual sum (x = ln(x + sublayer(ln(x))))"] = wrong(renorm=True)
     values_and_gradients(t, student, reference, x, f"TransformerBlock({d_model}, {num_heads}, {d_ff}, norm_first={nf}, causal={causal}) "
                          f"on x of shape {tuple(x.shape)}, {dtype}", hints)
 
@@ -195,28 +155,28 @@ def lm_logits(t, model, ids: torch.Tensor, vocab: int, what: str) -> torch.Tenso
     return got
 
 
-@check("transformer.lm")
+@check("transformer.lm", subject="TransformerLM", builds_on=PARTS[:4])
 def lm(t, batch: int = 2, steps: int = 6, vocab: int = 11, context_length: int = 8, d_model: int = 8, num_layers: int = 2,
        num_heads: int = 2, d_ff: int = 16, norm_first: bool = True, dtype: str = "float64"):
     """Logits and the gradient of every parameter (embeddings, each block, ln_final, lm_head)."""
     student, reference = lm_modules(t, vocab, context_length, d_model, num_layers, num_heads, d_ff, norm_first, dtype)
     ids = random_ids(t, batch, steps, vocab)
-    m, nf = reference, norm_first
+    nf = norm_first
+    wrong = lambda **mistake: lambda ref: ref.oracles.transformer.language_model(reference, ids, nf, **mistake)  # noqa: E731
     hints = {
-        "no position embeddings": lambda: language_model(m, ids, nf, positions="none"),
-        "the position embeddings of the last T positions (indexed from the wrong end)": lambda: language_model(m, ids, nf, positions="last"),
-        "the position embeddings in reverse order": lambda: language_model(m, ids, nf, positions="reversed"),
-        f"the blocks run {'post' if nf else 'pre'}-LN (is norm_first passed on to each TransformerBlock?)":
-            lambda: language_model(m, ids, nf, blocks_norm_first=not nf),
+        "no position embeddings": wrong(positions="none"),
+        "the position embeddings of the last T positions (indexed from the wrong end)": wrong(positions="last"),
+        "the position embeddings in reverse order": wrong(positions="reversed"),
+        f"the blocks run {'post' if nf else 'pre'}-LN (is norm_first passed on to each TransformerBlock?)": wrong(blocks_norm_first=not nf),
     }
     if nf:
-        hints["ln_final is missing"] = lambda: language_model(m, ids, nf, final_ln=False)
+        hints["ln_final is missing"] = wrong(final_ln=False)
     values_and_gradients(t, student, reference, ids, f"TransformerLM(V={vocab}, context_length={context_length}, d_model={d_model}, "
                          f"num_layers={num_layers}, num_heads={num_heads}, d_ff={d_ff}, norm_first={nf}) logits on ids of shape "
                          f"{tuple(ids.shape)}, {dtype}", hints)
 
 
-@check("transformer.causality")
+@check("transformer.causality", builds_on=PARTS)
 def causality(t, batch: int = 2, steps: int = 7, vocab: int = 11, context_length: int = 8, d_model: int = 8, num_layers: int = 2,
               num_heads: int = 2, d_ff: int = 16, norm_first: bool = True):
     """Changing the tokens after position p must leave the logits at positions <= p where they were, and must
@@ -236,7 +196,7 @@ def causality(t, batch: int = 2, steps: int = 7, vocab: int = 11, context_length
             t.fail(f"{what}: changing the token at position {p + 1} did not change the logits there; the model must read its input.")
 
 
-@check("transformer.context_length")
+@check("transformer.context_length", builds_on=PARTS)
 def context_length_case(t, batch: int = 2, vocab: int = 11, context_length: int = 6, d_model: int = 8, num_layers: int = 2,
                         num_heads: int = 2, d_ff: int = 16):
     """T == context_length runs; T == context_length + 1 must raise ValueError itself, not fail later inside
@@ -260,7 +220,7 @@ def context_length_case(t, batch: int = 2, vocab: int = 11, context_length: int 
     t.fail(f"{what}, T = {context_length + 1}: expected a ValueError (T > context_length), but the call returned.")
 
 
-@check("transformer.batch_independence")
+@check("transformer.batch_independence", builds_on=PARTS)
 def batch_independence(t, batch: int = 4, steps: int = 6, vocab: int = 11, context_length: int = 8, d_model: int = 8,
                        num_layers: int = 2, num_heads: int = 2, d_ff: int = 16, norm_first: bool = True):
     """Examples in a batch are independent: permuting the batch permutes the logits, and an example run

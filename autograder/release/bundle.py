@@ -6,10 +6,12 @@ what every `t.expect` of those cases returned when they graded the reference sol
 here (expected.Recorder). The bundle's `autograder check` and its `pytest` replay those values
 through the same checks, so students get the grader's own feedback. Before anything is written,
 the recording is replayed against the reference, which must pass every case: a bundle that would
-fail a correct solution is never released.
+fail a correct solution is never released. Nor is one whose handouts or starter docstrings state other
+rules than the rubric's (release/__init__.py writes them).
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import shutil
 import tempfile
@@ -17,13 +19,13 @@ from pathlib import Path
 
 import yaml
 
-from ..cases import TIMING
+from ..cases import CHECKS, TIMING
 from ..collect import Rubric, load_rubric
 from ..expected import Recorder, Replay
 from ..reference import Reference
 from ..run import grade
 from ..submission import open_submission
-from . import PROJECT, ReleaseError, package_files
+from . import PACKAGE, PROJECT, ReleaseError, package_files, stale_rules
 from .notebooks import Handout, write_notebook
 from .starter import render_starter
 
@@ -123,6 +125,9 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BundleError(f"{out} already exists and is not an empty folder; choose a new one")
     components = select_components(rubric, part)
+    stale = stale_rules(rubric)  # the handouts and starter docstrings state the rules of this rubric, as released
+    if stale:
+        raise BundleError(f"the rules in {', '.join(stale)} are out of date with {rubric.path.name}; run `autograder release` first")
     projects = rubric.path.parent
     starter = render_starter(rubric.solutions_dir)
     with tempfile.TemporaryDirectory(prefix="autograder-bundle-") as scratch:
@@ -136,7 +141,7 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
         for file in files:
             held = [c for c in components if c.file == file]
             write_notebook(work / "notebooks", file, starter[file], [Handout(c.id, c.title, (work / "handouts" / f"{c.id}.md").read_text()) for c in held])
-        for path in package_files():
+        for path in shipped_package(components):
             copy = work / path.relative_to(PROJECT)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, copy)
@@ -162,6 +167,30 @@ def _copy_handouts(source: Path, target: Path, components) -> None:
         if not handout.is_file():
             raise BundleError(f"no handout for component {c.id}: {handout} is missing")
         shutil.copy(handout, target / handout.name)
+
+
+def shipped_package(components) -> list[Path]:
+    """The grader's package as the bundle of `components` holds it: never the grader-only oracles and mistake
+    simulators (autograder/oracles/), and of the case modules only those that define the released checks and
+    the case modules they import. Nothing that computes a reference result reaches students."""
+    cases = PACKAGE / "cases"
+    needed, todo = set(), {CHECKS[c.check].__module__.rsplit(".", 1)[-1] for comp in components for c in _bundle_cases(comp)}
+    while todo:
+        name = todo.pop()
+        if name not in needed and (cases / f"{name}.py").is_file():  # `from . import check` names no module
+            needed.add(name)
+            todo |= _imported_siblings(cases / f"{name}.py")
+    return [p for p in package_files() if PACKAGE / "oracles" not in p.parents
+            and not (p.parent == cases and p.suffix == ".py" and p.stem not in needed | {"__init__"})]
+
+
+def _imported_siblings(path: Path) -> set[str]:
+    """The modules of the same package that `path` imports (`from . import x`, `from .x import y`)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names |= {node.module} if node.module else {alias.name for alias in node.names}
+    return names
 
 
 def _bundle_cases(component) -> list:

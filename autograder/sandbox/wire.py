@@ -51,15 +51,32 @@ class Handle:
 
 class Make:
     """A value the worker constructs itself: an RNG from a seed, a spy on a dotted function name, or a
-    random tensor from [shape, seed, dtype or high, device] (timing inputs too large to send)."""
+    random tensor too large to send (timing inputs): "randn" [shape, seed, dtype, device, std] draws
+    normal values times std, "randint" [shape, seed, high, device] integers in [0, high)."""
 
     __slots__ = ("kind", "arg")
     KINDS = {"numpy_rng": int, "torch_generator": int, "spy": str, "randn": list, "randint": list}
+    DTYPES = ("float16", "bfloat16", "float32", "float64")
+    DEVICES = ("cpu", "cuda")
 
     def __init__(self, kind: str, arg):
-        if kind not in self.KINDS or type(arg) is not self.KINDS[kind]:
+        if kind not in self.KINDS or type(arg) is not self.KINDS[kind] or (type(arg) is list and not _tensor_spec(kind, arg)):
             raise WireError(f"malformed constructor {kind!r}")
         self.kind, self.arg = kind, arg
+
+
+def _tensor_spec(kind: str, arg: list) -> bool:
+    """Whether `arg` is a whole "randn" or "randint" argument list, every item of its exact type."""
+    if len(arg) != (5 if kind == "randn" else 4):
+        return False
+    shape, seed, last, device = arg[0], arg[1], arg[2], arg[3]
+    if kind == "randn":
+        std = arg[4]
+        fits = type(last) is str and last in Make.DTYPES and type(std) is float and math.isfinite(std) and std > 0
+    else:
+        fits = type(last) is int and last > 0
+    return (fits and type(shape) is list and all(type(d) is int and d >= 0 for d in shape)
+            and type(seed) is int and 0 <= seed < 1 << 63 and type(device) is str and device in Make.DEVICES)
 
 
 class Expr:

@@ -127,19 +127,19 @@ def build(value):
     return obj
 
 
-def random_tensor(kind: str, shape: list, seed: int, dtype_or_high, device: str):
+def random_tensor(kind: str, shape: list, seed: int, dtype_or_high, device: str, std: float = 1.0):
     import torch
 
     generator = torch.Generator(device=device).manual_seed(seed)  # drawn on the device: GPU inputs are large
     if kind == "randn":
-        return torch.randn(shape, generator=generator, dtype=getattr(torch, dtype_or_high), device=device)
+        return torch.randn(shape, generator=generator, dtype=getattr(torch, dtype_or_high), device=device).mul_(std)
     return torch.randint(dtype_or_high, shape, generator=generator, device=device)
 
 
 def repeat(fn, calls: list, backward: bool) -> dict:
-    """Timing: call fn on each argument list in turn and reduce each output (and, with backward, the
-    gradients) to checksums before returning, so work deferred past the reply shows as a wrong sum.
-    The parent times the whole request with its own clock; nothing here reports a time."""
+    """Timing: call fn on each argument list in turn and reduce what each call gives (`results`) to checksums
+    before returning, so work deferred past the reply shows as a wrong sum. The parent times the whole
+    request with its own clock; nothing here reports a time."""
     import torch
 
     cuda = torch.cuda.is_available()
@@ -147,19 +147,26 @@ def repeat(fn, calls: list, backward: bool) -> dict:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated() if cuda else 0
-    sums = []
-    for args in calls:
-        grads_of = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-        grads_of += list(fn.parameters()) if backward and hasattr(fn, "parameters") else []
-        for p in grads_of:
-            p.grad = None
-        out = fn(*args)
-        if backward:
-            _tensors(out)[0].sum().backward()
-        sums.append(_checksums(_tensors(out) + ([p.grad for p in grads_of if p.grad is not None] if backward else [])))
+    sums = [checksums(results(fn, args, backward)) for args in calls]
     if cuda:
         torch.cuda.synchronize()
     return {"checksums": sums, "peak_bytes": torch.cuda.max_memory_allocated() - base if cuda else None}
+
+
+def results(fn, args: list, backward: bool) -> list:
+    """The tensors of one timed call: fn's outputs and, with backward (of the first output's sum), the gradient
+    of each input that requires one, then of each of fn's parameters in the order of their names."""
+    import torch
+
+    grads_of = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    grads_of += [p for _, p in sorted(fn.named_parameters())] if backward and hasattr(fn, "named_parameters") else []
+    for p in grads_of:
+        p.grad = None
+    out = _tensors(fn(*args))
+    if not backward:
+        return out
+    out[0].sum().backward()
+    return out + [torch.zeros_like(p) if p.grad is None else p.grad for p in grads_of]
 
 
 def flush_cache() -> None:
@@ -177,12 +184,32 @@ def _tensors(value) -> list:
     return [value]
 
 
-def _checksums(tensors: list) -> list[float]:
-    """Sum and sum of magnitudes, accumulated in float64 without a float64 copy: the cost is timed on both sides."""
+PROJECTION_LENGTH = 1 << 20  # a longer output is projected block by block on the same random vector
+_projections: dict = {}  # device -> that vector, drawn once per worker (outside the timed blocks: the first call is untimed)
+
+
+def checksums(tensors: list) -> list[list[float]]:
+    """Per tensor: its projection on a fixed random direction and its Euclidean norm, both accumulated in
+    float64 (no float64 copy: the cost is timed on both sides), and the unit roundoff of its dtype.
+
+    A correct output differs from the reference's by rounding errors d; its projection then differs by a
+    normal number of standard deviation |d| whatever d's pattern, as no implementation sees the direction,
+    and its norm by at most |d|. So the parent bounds both by the reference's norm times a multiple of the
+    roundoff (timing.py); an output of other inputs, or one not yet computed, misses by about its own norm."""
     import torch
 
-    return [float(x) for t in tensors for x in (t.detach().sum(dtype=torch.float64),
-                                                 torch.linalg.vector_norm(t.detach(), 1, dtype=torch.float64))]
+    result = []
+    for t in tensors:
+        t = t.detach()
+        if t.device not in _projections:
+            generator = torch.Generator(device=t.device).manual_seed(0)
+            _projections[t.device] = torch.randn(PROJECTION_LENGTH, generator=generator, dtype=torch.float32, device=t.device)
+        r = _projections[t.device]
+        projection = sum(float(torch.sum(part * r[:part.numel()], dtype=torch.float64))
+                         for part in t.reshape(-1).split(PROJECTION_LENGTH))
+        norm = float(torch.linalg.vector_norm(t, dtype=torch.float64))
+        result.append([projection, norm, float(torch.finfo(t.dtype).eps) / 2 if t.is_floating_point() else 0.0])
+    return result
 
 
 def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, list[bytes]]:
