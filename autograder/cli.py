@@ -1,4 +1,6 @@
-"""The commands: `grade`, `check`, `release`, `gradescope build` and `verify`."""
+"""The commands: `grade`, `check`, `release`, `gradescope build` and `verify`.
+
+Results go to stdout, notes and errors to stderr; exit 2 means the input could not be used, 130 Ctrl-C."""
 from __future__ import annotations
 
 import argparse
@@ -7,13 +9,16 @@ import secrets
 import sys
 import tempfile
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
-from .collect import RubricError, load_rubric
+from . import __version__
+from .collect import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
-from .release.bundle import BundleError, write_bundle
+from .release.bundle import BundleError, check_bundle_target, write_bundle
 from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import failure_json, print_table, results_json, write_results
@@ -24,56 +29,88 @@ from .verify import MistakesError, load_mistakes, print_report, verify
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 USAGE_ERROR = 2
+INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
 
 
-def default_config() -> Path:
-    here = Path("grading.yaml")
-    return here if here.is_file() else PROJECT_ROOT / "grading.yaml"
+@dataclass(frozen=True)
+class Terminal:
+    """Results on stdout, diagnostics on stderr; `verbosity` -1 (-q), 0, or 1 (-v)."""
+
+    out: Console
+    err: Console
+    verbosity: int
+
+    def note(self, text: str) -> None:
+        if self.verbosity >= 0:
+            self.err.print(text, markup=False, highlight=False)
+
+    def error(self, text: str) -> None:
+        self.err.print(f"[red]error:[/] {escape(text)}", highlight=False)
 
 
-def read_secret(path: Path | None) -> str:
-    """Hidden inputs come from this secret; without one each run draws a fresh one."""
+def rubric_of(args, ui: Terminal) -> Rubric:
+    """The rubric is staff input: --config, else the one beside this package (a course's, or a student bundle's);
+    never one found in the current folder, which may be a submission's."""
+    rubric = load_rubric(Path(args.config) if args.config else PROJECT_ROOT / "grading.yaml")
+    ui.note(f"rubric: {rubric.path} (sha256 {rubric.digest[:12]})")
+    return rubric
+
+
+def read_secret(path: Path | None, ui: Terminal) -> str:
+    """Hidden inputs come from this secret; without one each run draws a fresh one, and says so."""
     if path is not None:
         return path.read_text().strip()
-    return os.environ.get("AUTOGRADER_SECRET") or secrets.token_hex(16)
+    if os.environ.get("AUTOGRADER_SECRET"):
+        return os.environ["AUTOGRADER_SECRET"]
+    ui.note("note: no --secret-file and no $AUTOGRADER_SECRET: hidden inputs come from a random secret, so another "
+            "run draws other hidden inputs")
+    return secrets.token_hex(16)
 
 
-def cmd_grade(args, console: Console) -> int:
+def cmd_grade(args, ui: Terminal) -> int:
     results = Path(args.results).absolute() if args.results else None
     try:
-        rubric = load_rubric(Path(args.config))
+        rubric = rubric_of(args, ui)
         if results:  # fail closed: until the real results replace it, this says no points
             write_results(results, failure_json("grading did not finish"))
+        if not Path(args.path).exists():
+            raise SubmissionError(f"{args.path} does not exist")
+        for cid in args.component or ():
+            rubric.component(cid)
+        secret = read_secret(args.secret_file, ui)
         secret_files = [args.secret_file] if args.secret_file else []
         hidden = grader_files(rubric.path.parent, rubric.solutions_dir, [*([results] if results else []), *secret_files])
         tier = choose_tier(hidden, args.require_tier)
-        console.print(f"isolation: {tier.name} ({tier.guarantees})", highlight=False)
+        ui.note(f"isolation: {tier.name} ({tier.guarantees})")
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
             submission = open_submission(Path(args.path), Path(scratch) / "submission")
-            run = grade(rubric, submission, secret=read_secret(args.secret_file), component_ids=args.component,
-                        visible_only=args.visible_only, tier=tier)
+            run = grade(rubric, submission, secret=secret, component_ids=args.component, visible_only=args.visible_only, tier=tier)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+        ui.error(str(exc))
         if results:
             write_results(results, failure_json(str(exc)))
         return USAGE_ERROR
+    except KeyboardInterrupt:
+        if results:
+            write_results(results, failure_json("grading was interrupted"))
+        raise
     except BaseException as exc:  # fail closed: no points, and say so
         traceback.print_exc()
         if results:
             write_results(results, failure_json(f"internal error ({type(exc).__name__}); course staff have been told"))
         raise
-    print_table(run, console)
+    print_table(run, ui.out, ui.verbosity)
     for note in submission.notes:
-        console.print(f"note: {note}", highlight=False)
+        ui.note(f"note: {note}")
     if results:
         write_results(results, results_json(run, submission.notes))
-        console.print(f"results written to {results}", highlight=False)
+        ui.note(f"results written to {results}")
     return 0
 
 
-def cmd_check(args, console: Console) -> int:
+def cmd_check(args, ui: Terminal) -> int:
     try:
-        rubric = load_rubric(Path(args.config))
+        rubric = rubric_of(args, ui)
         components = [args.component] if args.component else None
         if components:
             rubric.component(args.component)
@@ -82,26 +119,27 @@ def cmd_check(args, console: Console) -> int:
             submission = open_submission(Path(args.dir), Path(scratch) / "submission")
             run = grade(rubric, submission, secret="local", component_ids=components, visible_only=True, tier=tier)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+        ui.error(str(exc))
         return USAGE_ERROR
-    print_table(run, console)
-    console.print(
-        f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
-        "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
-        highlight=False,
-    )
-    return 0
+    print_table(run, ui.out, ui.verbosity)
+    ui.out.print(f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
+                 "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
+                 highlight=False)
+    return 0 if all(r.passed for r in run.results) else 1
 
 
-def cmd_release(args, console: Console) -> int:
+def cmd_release(args, ui: Terminal) -> int:
     try:
-        rubric = load_rubric(Path(args.config))
+        rubric = rubric_of(args, ui)
         if args.out:
-            console.print("recording the visible cases on the reference solutions, then replaying them; this takes a minute", highlight=False)
-            made = write_bundle(rubric, Path(args.out).absolute(), args.part)
-            console.print(f"wrote the student bundle for {', '.join(made['components'])} to {args.out}: {', '.join(made['files'])}, "
-                          f"handouts, notebooks, and {made['cases']} visible cases ({made['bytes'] >> 10} KiB of recorded expected "
-                          f"values, replayed against the reference: all pass); {made['not_here']} cases run only when graded", highlight=False)
+            out = Path(args.out).absolute()
+            check_bundle_target(rubric, out, args.part)  # before a minute of recording
+            ui.note("recording the visible cases on the reference solutions, then replaying them; this takes a minute")
+            made = write_bundle(rubric, out, args.part)
+            ui.out.print(f"wrote the student bundle for {', '.join(made['components'])} to {args.out}: {', '.join(made['files'])}, "
+                         f"handouts, notebooks, and {made['cases']} visible cases ({made['bytes'] >> 10} KiB of recorded expected "
+                         f"values, replayed against the reference: all pass); {made['not_here']} cases run only when graded",
+                         highlight=False)
             return 0
         if args.part:
             raise BundleError("--part selects what goes into a student bundle; give --out DIR too")
@@ -110,52 +148,65 @@ def cmd_release(args, console: Console) -> int:
             rules = stale_rules(rubric)
             starter = [f"starter/{name}" for name in stale_starter(rubric.solutions_dir, starter_dir)]
             if rules or starter:
-                console.print(f"out of date: {', '.join(rules + starter)} (the rules from grading.yaml and the grader's scans, "
-                              "the starter from solutions/); run `autograder release`", highlight=False)
+                ui.out.print(f"out of date: {', '.join(rules + starter)} (the rules from grading.yaml and the grader's scans, "
+                             "the starter from solutions/); run `autograder release`", highlight=False)
                 return 1
-            console.print("starter/ is up to date with solutions/, and the rules in the handouts and solutions with grading.yaml")
+            ui.out.print("starter/ is up to date with solutions/, and the rules in the handouts and solutions with grading.yaml")
             return 0
         rules = write_rules(rubric)
         written = write_starter(rubric.solutions_dir, starter_dir)
     except (RubricError, StarterError, ReleaseError, SubmissionError, OSError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+        ui.error(str(exc))
         return USAGE_ERROR
     if rules:
-        console.print(f"rewrote the rules in {', '.join(rules)}", highlight=False)
-    console.print(f"wrote {', '.join(written)} to {starter_dir}", highlight=False)
+        ui.out.print(f"rewrote the rules in {', '.join(rules)}", highlight=False)
+    ui.out.print(f"wrote {', '.join(written)} to {starter_dir}", highlight=False)
     return 0
 
 
-def cmd_gradescope(args, console: Console) -> int:
+def cmd_gradescope(args, ui: Terminal) -> int:
     out = Path(args.out)
     try:
-        names = build_zip(load_rubric(Path(args.config)), out)
+        names = build_zip(rubric_of(args, ui), out)
     except (RubricError, ReleaseError, OSError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+        ui.error(str(exc))
         return USAGE_ERROR
-    console.print(f"wrote {out} ({len(names)} files, {out.stat().st_size / 1e6:.1f} MB) with a new secret: upload it as the "
-                  "assignment's autograder; hidden inputs are fixed until the next build", highlight=False)
+    ui.out.print(f"wrote {out} ({len(names)} files, {out.stat().st_size / 1e6:.1f} MB) with a new secret: upload it as the "
+                 "assignment's autograder; hidden inputs are fixed until the next build", highlight=False)
     return 0
 
 
-def cmd_verify(args, console: Console) -> int:
+def cmd_verify(args, ui: Terminal) -> int:
     try:
-        rubric = load_rubric(Path(args.config))
-        report = verify(rubric, load_mistakes(rubric, args.mistakes), args.component, args.quick,
-                        progress=lambda line: console.print(line, markup=False, highlight=False))
+        rubric = rubric_of(args, ui)
+        report = verify(rubric, load_mistakes(rubric, args.mistakes), args.component, args.quick, progress=ui.note)
     except (RubricError, MistakesError, SubmissionError, TierUnavailable, OSError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+        ui.error(str(exc))
         return USAGE_ERROR
-    print_report(report, console)
+    print_report(report, ui.out)
     return 0 if report.passed else 1
 
 
+def common_options(top: bool) -> argparse.ArgumentParser:
+    """Options every command takes, before or after its name. Below the top, an option left out must not
+    overwrite what was given before the command's name: hence SUPPRESS."""
+    default = (lambda value: value) if top else (lambda value: argparse.SUPPRESS)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", default=default(None),
+                        help="the rubric, grading.yaml (default: the one installed with the grader; never one in the current folder)")
+    common.add_argument("-q", "--quiet", action="count", default=default(0), help="print totals only, no notes")
+    common.add_argument("-v", "--verbose", action="count", default=default(0), help="print every case's message, passed ones too")
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="autograder", description="Grade language-model assignments against hidden references.")
-    parser.add_argument("--config", default=None, help="the rubric (default: ./grading.yaml, else the project's)")
+    common = common_options(top=False)
+    parser = argparse.ArgumentParser(prog="autograder", description="Grade language-model assignments against hidden references.",
+                                     parents=[common_options(top=True)])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    g = sub.add_parser("grade", help="grade a submission: a folder, a .zip, or a single .py file or .ipynb notebook")
+    g = sub.add_parser("grade", parents=[common], help="grade a submission: a folder, a .zip, or a single .py file or .ipynb notebook")
     g.add_argument("path")
     g.add_argument("--results", help="write Gradescope's results.json here")
     g.add_argument("--component", action="append", help="grade only this component (repeatable)")
@@ -165,14 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse to grade below this isolation tier (weakest to strongest: %(choices)s)")
     g.set_defaults(func=cmd_grade)
 
-    c = sub.add_parser("check", help="run the visible cases on your files, exactly as the grader does")
+    c = sub.add_parser("check", parents=[common], help="run the visible cases on your files, exactly as the grader does")
     c.add_argument("component", nargs="?", help="one component id, e.g. ngram (default: all)")
     c.add_argument("--dir", default=".", help="folder holding your files (default: here)")
     c.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to run below this isolation tier")
     c.set_defaults(func=cmd_check)
 
-    r = sub.add_parser("release", help="write the rules into the handouts and solutions, generate starter/ from solutions/, "
-                                        "or with --out the student bundle")
+    r = sub.add_parser("release", parents=[common], help="write the rules into the handouts and solutions, generate starter/ "
+                                                         "from solutions/, or with --out the student bundle")
     r.add_argument("--check", action="store_true", help="fail when starter/ or the rules are out of date instead of writing them")
     r.add_argument("--out", help="write the student bundle here: starter files, handouts, notebooks, the visible cases and how to run them")
     r.add_argument("--part", help="only this part's components (its number, 1, 2..., or its name)")
@@ -180,11 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     gs = sub.add_parser("gradescope", help="Gradescope's autograder zip")
     gs_sub = gs.add_subparsers(dest="action", required=True)
-    b = gs_sub.add_parser("build", help="write the zip (setup.sh, run_autograder, grader, rubric, solutions, a new secret)")
+    b = gs_sub.add_parser("build", parents=[common], help="write the zip (setup.sh, run_autograder, grader, rubric, solutions, a new secret)")
     b.add_argument("--out", default="autograder.zip", help="where to write it (default: %(default)s)")
     b.set_defaults(func=cmd_gradescope)
 
-    v = sub.add_parser("verify", help="staff: the solutions earn every point, the starter none, and every known mistake is caught")
+    v = sub.add_parser("verify", parents=[common], help="staff: the solutions earn every point, the starter none, and every known mistake is caught")
     v.add_argument("--component", action="append", help="verify only this component (repeatable)")
     v.add_argument("--mistakes", type=Path, help="the catalog of known mistakes (default: mistakes.yaml in the solutions folder)")
     v.add_argument("--quick", action="store_true", help="leave out the training case where a mistake need not fail it")
@@ -194,8 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    args.config = args.config or default_config()
-    return args.func(args, Console(highlight=False))
+    ui = Terminal(Console(highlight=False), Console(stderr=True, highlight=False, soft_wrap=True), min(args.verbose, 1) - min(args.quiet, 1))
+    try:
+        return args.func(args, ui)
+    except KeyboardInterrupt:  # every worker is dead by now (run.grade sweeps on the way out)
+        ui.err.print("interrupted", highlight=False)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ fails before anything is graded.
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 import typing
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from .cases import CHECKS
+from .cases import CHECKS, DATA
 from .sandbox.guard import resolve
 from .timing import Policy
 
@@ -152,6 +153,10 @@ def _case_problems(where: str, component: str, case: CaseSpec) -> list[str]:
         return [f"{where}.check: unknown check {case.check!r}; known for {component}: {known or 'none'}"]
     if not case.check.startswith(component + "."):
         return [f"{where}.check: {case.check!r} belongs to another component than {component!r}"]
+    accepted = list(inspect.signature(fn).parameters)[1:]
+    unknown = [name for name in case.params if name not in accepted]
+    if unknown:
+        return [f"{where}.params: unknown parameter {', '.join(map(repr, unknown))} (check {case.check} takes {_params_of(fn)})"]
     try:
         inspect.signature(fn).bind(None, **case.params)
     except TypeError as exc:
@@ -216,6 +221,12 @@ class Rubric:
     components: list[Component]
     timing: Policy = Policy()
     expected: Path | None = None  # a student bundle's recorded expected values (expected.Replay)
+    digest: str = ""  # sha256 of the rubric file: every run records which rubric graded it
+
+    @property
+    def record(self) -> dict:
+        """Which rubric graded, for the terminal and results.json."""
+        return {"path": str(self.path), "sha256": self.digest}
 
     def component(self, cid: str) -> Component:
         for comp in self.components:
@@ -230,8 +241,12 @@ def read_yaml(path: Path, kind: type, error: type[Exception]):
         raw = yaml.safe_load(path.read_text())
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.MarkedYAMLError as exc:  # the mark names "<unicode string>"; say the file, line and column instead
+        mark = exc.problem_mark or exc.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise error(f"{path}{where}: not valid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
-        raise error(f"{path.name} is not valid YAML: {exc}") from None
+        raise error(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, kind):
         raise error(f"{path.name}: expected a {'mapping' if kind is dict else 'list'} at the top level, got {type(raw).__name__}")
     return raw
@@ -281,5 +296,25 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
         components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases,
                                     comp.not_here))
     solutions, expected = ((path.parent / p).resolve() if p else None for p in (spec.solutions, spec.expected))
-    return Rubric(spec.course, path, solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()), expected)
+    _refuse_missing(path, components, solutions, expected)
+    return Rubric(spec.course, path.resolve(), solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()), expected,
+                  hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def _refuse_missing(path: Path, components: list[Component], solutions: Path | None, expected: Path | None) -> None:
+    """Refuse, before any student code runs, a rubric whose references, recording or case data are not there:
+    graded anyway, each case needing them would fail as the grader's own error."""
+    missing = []
+    if solutions is not None:
+        if not solutions.is_dir():
+            missing.append(f"the solutions folder {solutions} (`solutions:` is relative to the rubric's folder)")
+        else:
+            missing += [f"{solutions / f}, the reference of {f}" for f in dict.fromkeys(c.file for c in components)
+                        if not (solutions / f).is_file()]
+    if expected is not None and not expected.is_file():
+        missing.append(f"the recorded expected values {expected}")
+    missing += [f"{file}, read by check {c.check}" for comp in components for c in comp.cases for file in DATA.get(c.check, ())
+                if not file.is_file()]
+    if missing:
+        raise RubricError(f"{path} cannot be used; missing: " + "; ".join(dict.fromkeys(missing)))
 

@@ -48,7 +48,7 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "execution_time": round(run.seconds, 3),
-        "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation},
+        "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation, "rubric": run.rubric},
         "tests": tests,
     }
 
@@ -84,7 +84,20 @@ def write_results(path: Path, results: dict) -> None:
     os.replace(tmp, path)
 
 
-def print_table(run: GradeRun, console: Console) -> None:
+def print_table(run: GradeRun, console: Console, verbosity: int = 0) -> None:
+    """The cases and their messages (-q: totals only; -v: passed cases' messages too), then the totals."""
+    if verbosity >= 0:
+        _print_cases(run, console, verbosity)
+    for component in dict.fromkeys(r.case.component for r in run.results):
+        rs = [r for r in run.results if r.case.component == component]
+        console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g}", highlight=False)
+    for note in review_notes(run.results):
+        console.print(note, markup=False, highlight=False)
+    total, most = sum(r.score for r in run.results), sum(r.max_score for r in run.results)
+    console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)
+
+
+def _print_cases(run: GradeRun, console: Console, verbosity: int) -> None:
     table = Table(title="Grading results", show_lines=False)
     for column in ("#", "component", "case", "score", "result"):
         table.add_column(column, justify="right" if column in ("#", "score") else "left")
@@ -94,13 +107,6 @@ def print_table(run: GradeRun, console: Console) -> None:
         table.add_row(r.case.number, r.case.component, label, f"{r.score:.3g}/{r.max_score:g}", mark)
     console.print(table)
     for r in run.results:
-        if not r.passed or r.case.check in TIMING:  # failures, and every timing verdict
+        if not r.passed or r.case.check in TIMING or verbosity > 0:  # failures, and every timing verdict
             console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
             console.print(f"  {r.output}", markup=False, highlight=False)
-    for component in dict.fromkeys(r.case.component for r in run.results):
-        rs = [r for r in run.results if r.case.component == component]
-        console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g}", highlight=False)
-    for note in review_notes(run.results):
-        console.print(note, markup=False, highlight=False)
-    total, most = sum(r.score for r in run.results), sum(r.max_score for r in run.results)
-    console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)

@@ -57,6 +57,7 @@ class GradeRun:
     hidden_not_run: int = 0
     seconds: float = 0.0
     isolation: dict = field(default_factory=dict)  # the tier and what held, for the terminal and results.json
+    rubric: dict = field(default_factory=dict)  # which rubric graded (collect.Rubric.record)
 
     @property
     def isolation_line(self) -> str:
@@ -84,7 +85,7 @@ def grade(
     (`expected`: an expected.Recorder records them while grading the reference)."""
     started = time.monotonic()
     tier = tier or choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
-    run = GradeRun(isolation={**tier.record(), "held": {}})
+    run = GradeRun(isolation={**tier.record(), "held": {}}, rubric=rubric.record)
     run.isolation["notes"] += reaper.harden_parent()
     if tier.name == "root":
         hide(tier.hidden)

@@ -256,15 +256,16 @@ def test_release_refuses_a_used_folder_and_an_unknown_part(tmp_path):
     used.mkdir()
     (used / "notes.txt").write_text("mine")
     proc = release(used)
-    assert proc.returncode == 2 and "not an empty folder" in proc.stdout
+    assert proc.returncode == 2 and "not an empty folder" in proc.stderr and "recording" not in proc.stderr  # refused first
     assert (used / "notes.txt").read_text() == "mine"
     proc = release(tmp_path / "new", "--part", "9")
-    assert proc.returncode == 2 and "no part '9'" in proc.stdout and not (tmp_path / "new").exists()
+    assert proc.returncode == 2 and "no part '9'" in proc.stderr and not (tmp_path / "new").exists()
+    assert "recording" not in proc.stderr
 
 
 def test_a_bundle_cannot_release_itself(part1, tmp_path):
     proc = in_bundle(part1, "-m", "autograder", "release", "--out", str(tmp_path / "again"))
-    assert proc.returncode == 2 and "is itself a student bundle" in proc.stdout
+    assert proc.returncode == 2 and "is itself a student bundle" in proc.stderr
 
 
 def test_the_recording_is_data_only(bundle):

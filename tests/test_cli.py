@@ -1,15 +1,20 @@
 """The installed command line, run as TAs and students run it."""
+import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from attacks import tier
 from conftest import ROOT, SOLUTIONS
 
-from autograder.cases import TIMING
+from autograder import __version__
+from autograder.cases import DATA, TIMING
+from autograder.collect import RubricError, load_rubric
 from autograder.release import RULES_BEGIN
 from autograder.sandbox.tiers import ORDER
 
@@ -38,7 +43,7 @@ def test_grade_of_a_missing_path_still_writes_results(tmp_path):
     results = tmp_path / "results.json"
     proc = autograder("grade", str(tmp_path / "nothing-here"), "--results", str(results))
     assert proc.returncode == 2
-    assert "does not exist" in proc.stdout
+    assert "does not exist" in proc.stderr and not proc.stdout
     data = json.loads(results.read_text())
     assert data["score"] == 0 and "could not grade" in data["output"]
 
@@ -48,7 +53,7 @@ def test_bad_rubric_is_refused_with_the_key(tmp_path):
     bad.write_text((ROOT / "grading.yaml").read_text().replace("timeout: 10", "timeout: soon"))
     proc = autograder("--config", str(bad), "grade", str(SOLUTIONS))
     assert proc.returncode == 2
-    assert "defaults.timeout" in proc.stdout
+    assert "defaults.timeout" in proc.stderr
 
 
 def test_check_runs_visible_cases_and_counts_hidden_ones(tmp_path, rubric):
@@ -62,7 +67,7 @@ def test_check_runs_visible_cases_and_counts_hidden_ones(tmp_path, rubric):
 
 
 def test_release_check_fails_when_starter_is_stale(tmp_path):
-    (tmp_path / "solutions").mkdir()
+    shutil.copytree(SOLUTIONS, tmp_path / "solutions")
     (tmp_path / "solutions" / "ngram.py").write_text(f'"""N-grams.\n\n{RULES_BEGIN[".py"]}\n"""\n\n\n'
                                                      'def f():\n    """Doc."""\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n')
     rubric = (ROOT / "grading.yaml").read_text()
@@ -97,7 +102,7 @@ def test_release_check_fails_when_the_rules_drift_and_release_restores_them(tmp_
     stale = autograder(*config, "release", "--check")
     assert stale.returncode == 1 and all(file in " ".join(stale.stdout.split()) for file, _, _ in DRIFT), stale.stdout
     refused = autograder(*config, "release", "--out", str(tmp_path / "bundle"))
-    assert refused.returncode == 2 and "assignments/transformer.md" in refused.stdout and not (tmp_path / "bundle").exists()
+    assert refused.returncode == 2 and "assignments/transformer.md" in refused.stderr and not (tmp_path / "bundle").exists()
     assert autograder(*config, "release").returncode == 0
     assert autograder(*config, "release", "--check").returncode == 0
     for file, _, _ in DRIFT:
@@ -118,3 +123,121 @@ def test_require_tier_grades_at_or_above_it_and_refuses_below(tmp_path, required
     else:
         assert proc.returncode == 2 and data["score"] == 0 and data["tests"] == []
         assert f"--require-tier {required}, but the strongest tier here is {here.name}" in data["output"]
+
+
+def test_a_submission_never_supplies_the_rubric(tmp_path):
+    """Graded from inside a student's folder that carries its own grading.yaml (every point x100), the staff's
+    rubric grades it, and the run names that rubric and its digest."""
+    student = tmp_path / "submission_4711"
+    student.mkdir()
+    shutil.copy(SOLUTIONS / "ngram.py", student)
+    (student / "grading.yaml").write_text((ROOT / "grading.yaml").read_text().replace("points: 1}", "points: 100}"))
+    results = tmp_path / "results.json"
+    proc = autograder("grade", ".", "--component", "ngram", "--results", str(results), cwd=student)
+    assert proc.returncode == 0, proc.stderr
+    assert "Total: 32 / 32" in proc.stdout
+    digest = hashlib.sha256((ROOT / "grading.yaml").read_bytes()).hexdigest()
+    assert f"rubric: {ROOT / 'grading.yaml'} (sha256 {digest[:12]})" in proc.stderr
+    assert json.loads(results.read_text())["extra_data"]["rubric"] == {"path": str(ROOT / "grading.yaml"), "sha256": digest}
+
+
+def test_a_rubric_without_its_solutions_is_refused_before_grading(tmp_path):
+    elsewhere = tmp_path / "grading.yaml"
+    shutil.copy(ROOT / "grading.yaml", elsewhere)
+    results = tmp_path / "results.json"
+    proc = autograder("--config", str(elsewhere), "grade", str(SOLUTIONS), "--results", str(results))
+    assert proc.returncode == 2 and "Total" not in proc.stdout
+    assert f"missing: the solutions folder {tmp_path / 'solutions'}" in proc.stderr
+    assert "missing: the solutions folder" in json.loads(results.read_text())["output"]
+
+
+def test_a_rubric_missing_one_reference_or_its_data_is_refused(tmp_path, monkeypatch):
+    shutil.copy(ROOT / "grading.yaml", tmp_path)
+    shutil.copytree(SOLUTIONS, tmp_path / "solutions")
+    (tmp_path / "solutions" / "lstm.py").unlink()
+    with pytest.raises(RubricError, match=r"missing: .*solutions/lstm.py, the reference of lstm.py$"):
+        load_rubric(tmp_path / "grading.yaml")
+    shutil.copy(SOLUTIONS / "lstm.py", tmp_path / "solutions")
+    monkeypatch.setitem(DATA, "transformer.training", (tmp_path / "corpus.txt",))
+    with pytest.raises(RubricError, match=r"missing: .*corpus.txt, read by check transformer.training$"):
+        load_rubric(tmp_path / "grading.yaml")
+
+
+def test_yaml_errors_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "grading.yaml"
+    bad.write_text((ROOT / "grading.yaml").read_text().replace("  timeout: 10", "  timeout: [10", 1))
+    line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if "timeout: [10" in text)
+    proc = autograder("--config", str(bad), "grade", str(SOLUTIONS))
+    assert proc.returncode == 2 and f"{bad}, line {line + 1}" in proc.stderr and "<unicode string>" not in proc.stderr
+
+
+def test_an_unknown_case_parameter_is_named_as_unknown(tmp_path):
+    shutil.copy(ROOT / "grading.yaml", tmp_path)
+    shutil.copytree(SOLUTIONS, tmp_path / "solutions")
+    rubric = tmp_path / "grading.yaml"
+    rubric.write_text(rubric.read_text().replace("check: ngram.padding, params: {n: 2}", "check: ngram.padding, params: {N: 2}"))
+    with pytest.raises(RubricError, match=r"params: unknown parameter 'N' \(check ngram.padding takes n\)"):
+        load_rubric(rubric)
+
+
+def test_version_and_options_before_or_after_the_command(tmp_path):
+    version = autograder("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"autograder {__version__}"
+    config = ("--config", str(ROOT / "grading.yaml"))
+    before = autograder(*config, "-q", "check", "causal_mask", "--dir", str(SOLUTIONS))
+    after = autograder("check", "causal_mask", "--dir", str(SOLUTIONS), *config, "-q")
+    visible = [c for c in load_rubric(ROOT / "grading.yaml").component("causal_mask").cases if c.visible]
+    for proc in (before, after):
+        assert proc.returncode == 0, proc.stderr
+        points = sum(c.points for c in visible)
+        assert "Grading results" not in proc.stdout and f"causal_mask: {points:g} / {points:g}" in proc.stdout and not proc.stderr
+    verbose = autograder("check", "causal_mask", "--dir", str(SOLUTIONS), "-v")
+    assert verbose.stdout.count("Passed.") == len(visible)
+    assert verbose.stderr.startswith("rubric: ") and "rubric: " not in verbose.stdout  # a note, on stderr
+
+
+def test_check_exits_1_when_a_case_fails(tmp_path):
+    assert autograder("check", "causal_mask", "--dir", str(ROOT / "starter")).returncode == 1
+    assert autograder("check", "causal_mask", "--dir", str(SOLUTIONS)).returncode == 0
+
+
+def test_a_random_secret_is_announced(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "AUTOGRADER_SECRET"}
+    drawn = subprocess.run([sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--component", "causal_mask"],
+                           cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert drawn.returncode == 0 and "hidden inputs come from a random secret" in drawn.stderr
+    given = subprocess.run([sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--component", "causal_mask"],
+                           cwd=ROOT, capture_output=True, text=True, env=dict(env, AUTOGRADER_SECRET="s"), timeout=600)
+    assert given.returncode == 0 and "random secret" not in given.stderr
+
+
+def test_ctrl_c_ends_with_interrupted_and_no_traceback(tmp_path):
+    """SIGINT while a case runs: the command says "interrupted", exits 130, results.json says so with no points,
+    and no process of the run is left behind."""
+    results = tmp_path / "results.json"
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--component", "transformer",
+                             "--results", str(results)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _children(proc.pid) and time.monotonic() < deadline:  # a worker is running student code
+        time.sleep(0.1)
+    assert _children(proc.pid), "no worker started"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().endswith("interrupted") and "Traceback" not in err
+    assert json.loads(results.read_text())["output"].endswith("grading was interrupted")
+    assert not _children(proc.pid)
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is `pid` (the grader is a subreaper: whatever its workers leave is reparented to it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if entry.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found

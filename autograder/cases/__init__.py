@@ -8,14 +8,17 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from pathlib import Path
 
 CHECKS: dict[str, Callable] = {}
 TIMING: set[str] = set()  # checks that time the student (timing.py), which the policy may skip without a GPU
 SUBJECTS: dict[str, str] = {}  # check -> the part of the student's code it grades ("FeedForward")
 BUILDS_ON: dict[str, tuple[str, ...]] = {}  # check -> the checks of the parts its cases run too
+DATA: dict[str, tuple[Path, ...]] = {}  # check -> the files it reads (a rubric citing it is refused without them)
 
 
-def check(check_id: str, timing: bool = False, subject: str | None = None, builds_on: tuple[str, ...] = ()):
+def check(check_id: str, timing: bool = False, subject: str | None = None, builds_on: tuple[str, ...] = (),
+          data: tuple[Path, ...] = ()):
     """Register a check. A failed case of a check that `builds_on` others first names the failing cases of
     those (run.py), so a student sees the cause before its consequences."""
     def register(fn: Callable) -> Callable:
@@ -28,6 +31,8 @@ def check(check_id: str, timing: bool = False, subject: str | None = None, build
             SUBJECTS[check_id] = subject
         if builds_on:
             BUILDS_ON[check_id] = builds_on
+        if data:
+            DATA[check_id] = data
         return fn
 
     return register

@@ -288,7 +288,7 @@ def trainable(t, model, reference) -> None:
                "nn.Linear / nn.Embedding, on a submodule registered as an attribute or in an nn.ModuleList.")
 
 
-@check("transformer.training", builds_on=PARTS)
+@check("transformer.training", builds_on=PARTS, data=(CORPUS,))
 def training(t, steps: int = 300, batch: int = 32, lr: float = 3e-3, init: Literal["grader", "own"] = "grader", margin: float = 0.1):
     """The grader's loop trains the student's TransformerLM and the reference on the course corpus, from the
     same weights (init="grader": drawn by the grader; "own": each model's own initialisation after the same

@@ -118,8 +118,8 @@ def select_components(rubric: Rubric, part: str | None) -> list:
     return [c for c in rubric.components if c.part == chosen]
 
 
-def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
-    """Build the bundle in a temporary folder, prove it, then move it to `out` (which must not exist or be empty)."""
+def check_bundle_target(rubric: Rubric, out: Path, part: str | None) -> list:
+    """The components of a bundle of `part` written to `out`, or BundleError: all that can refuse it before recording."""
     if rubric.solutions_dir is None:
         raise BundleError(f"{rubric.path.name} is itself a student bundle; release from the course's rubric")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -128,6 +128,12 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
     stale = stale_rules(rubric)  # the handouts and starter docstrings state the rules of this rubric, as released
     if stale:
         raise BundleError(f"the rules in {', '.join(stale)} are out of date with {rubric.path.name}; run `autograder release` first")
+    return components
+
+
+def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
+    """Build the bundle in a temporary folder, prove it, then move it to `out` (which must not exist or be empty)."""
+    components = check_bundle_target(rubric, out, part)
     projects = rubric.path.parent
     starter = render_starter(rubric.solutions_dir)
     with tempfile.TemporaryDirectory(prefix="autograder-bundle-") as scratch:
