@@ -16,7 +16,7 @@ from .release import ReleaseError, stale_rules, write_rules
 from .release.bundle import BundleError, write_bundle
 from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
-from .report import failure_json, print_table, results_json, write_results
+from .report import account_lines, failure_json, print_table, results_json, write_results
 from .run import grade
 from .sandbox.tiers import ORDER, TierUnavailable, choose_tier, grader_files
 from .submission import SubmissionError, open_submission
@@ -49,7 +49,7 @@ def cmd_grade(args, console: Console) -> int:
         tier = choose_tier(hidden, args.require_tier)
         console.print(f"isolation: {tier.name} ({tier.guarantees})", highlight=False)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.path), Path(scratch) / "submission")
+            submission = open_submission(Path(args.path), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
             run = grade(rubric, submission, secret=read_secret(args.secret_file), component_ids=args.component,
                         visible_only=args.visible_only, tier=tier)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
@@ -63,10 +63,10 @@ def cmd_grade(args, console: Console) -> int:
             write_results(results, failure_json(f"internal error ({type(exc).__name__}); course staff have been told"))
         raise
     print_table(run, console)
-    for note in submission.notes:
-        console.print(f"note: {note}", highlight=False)
+    for line in account_lines(submission.account):
+        console.print(line, markup=False, highlight=False)
     if results:
-        write_results(results, results_json(run, submission.notes))
+        write_results(results, results_json(run, submission.account))
         console.print(f"results written to {results}", highlight=False)
     return 0
 
@@ -79,12 +79,14 @@ def cmd_check(args, console: Console) -> int:
             rubric.component(args.component)
         tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []), args.require_tier)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.dir), Path(scratch) / "submission")
+            submission = open_submission(Path(args.dir), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
             run = grade(rubric, submission, secret="local", component_ids=components, visible_only=True, tier=tier)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return USAGE_ERROR
     print_table(run, console)
+    for line in account_lines(submission.account):
+        console.print(line, markup=False, highlight=False)
     console.print(
         f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
         "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",

@@ -104,6 +104,7 @@ class RubricSpec(Strict):
     course: str
     solutions: str | None = "solutions"
     expected: str | None = None  # a student bundle: recorded expected values instead of solutions
+    accept_misnamed: bool = False  # grade a file named close to a component file (NGram.py) as that file
     defaults: Defaults = Defaults()
     timing: TimingSpec = TimingSpec()
     parts: Annotated[list[PartSpec], Field(min_length=1)]
@@ -216,6 +217,7 @@ class Rubric:
     components: list[Component]
     timing: Policy = Policy()
     expected: Path | None = None  # a student bundle's recorded expected values (expected.Replay)
+    accept_misnamed: bool = False  # submission.open_submission grades NGram.py as ngram.py
 
     def component(self, cid: str) -> Component:
         for comp in self.components:
@@ -281,5 +283,6 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
         components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases,
                                     comp.not_here))
     solutions, expected = ((path.parent / p).resolve() if p else None for p in (spec.solutions, spec.expected))
-    return Rubric(spec.course, path, solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()), expected)
+    return Rubric(spec.course, path, solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()), expected,
+                  spec.accept_misnamed)
 
