@@ -71,7 +71,7 @@ class FileEntry:
     files: int = 1  # how many files a folder's entry stands for
 
     def __str__(self) -> str:
-        counted = f" ({self.files} files)" if self.path.endswith("/") else ""
+        counted = f" ({self.files} file{'s' * (self.files != 1)})" if self.path.endswith("/") else ""
         return f"{self.path}{counted}: {self.action}" + (f": {self.why}" if self.why else "")
 
 
@@ -186,6 +186,8 @@ class _Sorting:
 
     def _choose(self, module: str, exact: list[str], close: list[str]) -> None:
         """Grade the first worked-on file of those that may stand for `module`, else the first usable one."""
+        if not (exact or close):
+            return
         if exact:  # what is named closely is left as it is: a .py is copied (it may be imported), the rest ignored
             for rel in close:
                 if not (self._in_folder(rel) and rel.endswith(".py")):
@@ -211,7 +213,7 @@ class _Sorting:
             return
         chosen = next((f for f in loaded if not f.starter), loaded[0])
         (self.workdir / module).write_bytes(chosen.code)
-        how = [] if chosen.rel == module else [f"its code cells, as {module}" if _notebook(chosen.rel) else f"as {module}"]
+        how = [] if PurePosixPath(chosen.rel).name == module else [f"its code cells, as {module}" if _notebook(chosen.rel) else f"as {module}"]
         how += [f"though misnamed: {_rename(chosen.rel)}"] * (not exact)
         self.entries[chosen.rel] = FileEntry(chosen.rel, "graded", ", ".join(how))
         left_out = []
@@ -225,10 +227,10 @@ class _Sorting:
             else:
                 order = "a .py wins over a notebook" if not _notebook(chosen.rel) else "the notebook nearer the component files wins"
                 why = f"{chosen.rel} is graded instead: both are worked on, and {order}"
-                left_out.append(f"{other.rel} was ignored: {why}")
+                left_out.append(f"not {other.rel}: both are worked on, and {order}")
             self.entries[other.rel] = FileEntry(other.rel, "ignored", why)
         if left_out or skipped:
-            self.caveats[module] = f"Graded {chosen.rel}; " + "; ".join(left_out + skipped) + "."
+            self.caveats[module] = f"Graded {chosen.rel}" + "".join(f", {why}" for why in left_out) + "".join(f"; {why}" for why in skipped) + "."
 
     def _load(self, rel: str) -> _Loaded:
         data = self.sources[rel]()
