@@ -263,7 +263,7 @@ class _Sorting:
                 continue
             group = _group(rel, self.folder)
             if _aside(rel):
-                why = "hidden files or macOS metadata"
+                group, why = _aside_folder(rel), "hidden files or macOS metadata"
             elif group or not self._in_folder(rel):
                 why = f"not in {where}, where the grader looks for component files (notebooks named like them are looked for in every folder)"
             else:
@@ -279,6 +279,12 @@ class _Sorting:
 def _aside(rel: str) -> bool:
     """Hidden files and folders, and the metadata macOS adds to zips."""
     return any(part.startswith(".") or part == "__MACOSX" for part in PurePosixPath(rel).parts)
+
+
+def _aside_folder(rel: str) -> str | None:
+    """The first hidden or macOS metadata folder on the path of `rel`; None for a hidden file in a folder of work."""
+    parts = PurePosixPath(rel).parts[:-1]
+    return next(("/".join(parts[: i + 1]) + "/" for i, part in enumerate(parts) if part.startswith(".") or part == "__MACOSX"), None)
 
 
 def _group(rel: str, folder: str) -> str | None:
