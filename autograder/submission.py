@@ -132,12 +132,13 @@ def open_submission(path: Path, workdir: Path, *, accept_misnamed: bool = False)
         raise SubmissionError(f"{path.name}: expected a folder, a .zip or a .py file or .ipynb notebook")
     submission = _Sorting(sources, workdir, accept_misnamed).submission()
     if not submission.files:
+        if single and not expected_name(path.name):
+            raise SubmissionError(f"a single file must be one of {EXPECTED_NAMES}; got {path.name}")
         found = [str(e) for e in submission.account]
-        if single:
-            raise SubmissionError(f"a single file must be one of {EXPECTED_NAMES}; got {path.name}"
-                                  + "".join(f"\n  {e}" for e in found if e.startswith(f"{path.name}: misnamed")))
         shown = found[:20] + [f"... and {len(found) - 20} more"] * (len(found) > 20)
-        raise SubmissionError(f"nothing in {path.name} can be graded: expected {EXPECTED_NAMES}, at the top level or in one folder. "
+        head = f"{path.name} cannot be graded" if single else f"nothing in {path.name} can be graded"
+        where = "" if single else ", at the top level or in one folder"
+        raise SubmissionError(f"{head}: expected {EXPECTED_NAMES}{where}. "
                               + ("It is empty." if not found else "Found:" + "".join(f"\n  {line}" for line in shown)))
     return submission
 

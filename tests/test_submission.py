@@ -195,6 +195,17 @@ def test_nothing_usable_is_one_error_listing_what_was_found(tmp_path, files, mes
     assert message in str(caught.value)
 
 
+def test_a_single_misnamed_or_unusable_file_says_why(tmp_path):
+    (tmp_path / "NGram.py").write_bytes((SOLUTIONS / "ngram.py").read_bytes())
+    (tmp_path / "rnn.ipynb").write_text("{not json")
+    with pytest.raises(SubmissionError, match=r"NGram.py cannot be graded: expected .*\(ngram.ipynb\)\. Found:\n  NGram.py: "
+                                              r"misnamed: probably meant as ngram.py; rename `NGram.py` to `ngram.py` to have it graded$"):
+        open_submission(tmp_path / "NGram.py", tmp_path / "a")
+    assert open_submission(tmp_path / "NGram.py", tmp_path / "b", accept_misnamed=True).files == {"ngram.py"}
+    with pytest.raises(SubmissionError, match="Found:\n  rnn.ipynb: skipped: rnn.ipynb could not be read as a Jupyter notebook"):
+        open_submission(tmp_path / "rnn.ipynb", tmp_path / "c")
+
+
 def test_untouched_starter_is_told_from_work():
     assert all(untouched_starter(p.read_bytes()) for p in (ROOT / "starter").glob("*.py"))
     assert not any(untouched_starter(p.read_bytes()) for p in SOLUTIONS.glob("*.py"))
