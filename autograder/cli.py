@@ -21,7 +21,7 @@ from .release import ReleaseError, stale_rules, write_rules
 from .release.bundle import BundleError, check_bundle_target, write_bundle
 from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
-from .report import failure_json, print_table, results_json, write_results
+from .report import account_lines, failure_json, print_table, results_json, write_results
 from .run import grade
 from .sandbox.tiers import ORDER, TierUnavailable, choose_tier, grader_files
 from .submission import SubmissionError, open_submission
@@ -46,6 +46,13 @@ class Terminal:
 
     def error(self, text: str) -> None:
         self.err.print(f"[red]error:[/] {escape(text)}", highlight=False)
+
+
+def print_account(account, ui: Terminal) -> None:
+    """What was found in the submission and what became of each file: part of the results, but not of -q's."""
+    if ui.verbosity >= 0:
+        for line in account_lines(account):
+            ui.out.print(line, markup=False, highlight=False)
 
 
 def rubric_of(args, ui: Terminal) -> Rubric:
@@ -73,17 +80,15 @@ def cmd_grade(args, ui: Terminal) -> int:
         rubric = rubric_of(args, ui)
         if results:  # fail closed: until the real results replace it, this says no points
             write_results(results, failure_json("grading did not finish"))
-        if not Path(args.path).exists():
-            raise SubmissionError(f"{args.path} does not exist")
         for cid in args.component or ():
             rubric.component(cid)
-        secret = read_secret(args.secret_file, ui)
-        secret_files = [args.secret_file] if args.secret_file else []
-        hidden = grader_files(rubric.path.parent, rubric.solutions_dir, [*([results] if results else []), *secret_files])
-        tier = choose_tier(hidden, args.require_tier)
-        ui.note(f"isolation: {tier.name} ({tier.guarantees})")
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.path), Path(scratch) / "submission")
+            submission = open_submission(Path(args.path), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
+            secret = read_secret(args.secret_file, ui)
+            secret_files = [args.secret_file] if args.secret_file else []
+            hidden = grader_files(rubric.path.parent, rubric.solutions_dir, [*([results] if results else []), *secret_files])
+            tier = choose_tier(hidden, args.require_tier)
+            ui.note(f"isolation: {tier.name} ({tier.guarantees})")
             run = grade(rubric, submission, secret=secret, component_ids=args.component, visible_only=args.visible_only, tier=tier)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         ui.error(str(exc))
@@ -100,10 +105,9 @@ def cmd_grade(args, ui: Terminal) -> int:
             write_results(results, failure_json(f"internal error ({type(exc).__name__}); course staff have been told"))
         raise
     print_table(run, ui.out, ui.verbosity)
-    for note in submission.notes:
-        ui.note(f"note: {note}")
+    print_account(submission.account, ui)
     if results:
-        write_results(results, results_json(run, submission.notes))
+        write_results(results, results_json(run, submission.account))
         ui.note(f"results written to {results}")
     return 0
 
@@ -116,12 +120,13 @@ def cmd_check(args, ui: Terminal) -> int:
             rubric.component(args.component)
         tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []), args.require_tier)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.dir), Path(scratch) / "submission")
+            submission = open_submission(Path(args.dir), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
             run = grade(rubric, submission, secret="local", component_ids=components, visible_only=True, tier=tier)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
     print_table(run, ui.out, ui.verbosity)
+    print_account(submission.account, ui)
     ui.out.print(f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
                  "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
                  highlight=False)

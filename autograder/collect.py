@@ -105,6 +105,7 @@ class RubricSpec(Strict):
     course: str
     solutions: str | None = "solutions"
     expected: str | None = None  # a student bundle: recorded expected values instead of solutions
+    accept_misnamed: bool = False  # grade a file named close to a component file (NGram.py) as that file
     defaults: Defaults = Defaults()
     timing: TimingSpec = TimingSpec()
     parts: Annotated[list[PartSpec], Field(min_length=1)]
@@ -221,6 +222,7 @@ class Rubric:
     components: list[Component]
     timing: Policy = Policy()
     expected: Path | None = None  # a student bundle's recorded expected values (expected.Replay)
+    accept_misnamed: bool = False  # submission.open_submission grades NGram.py as ngram.py
     digest: str = ""  # sha256 of the rubric file: every run records which rubric graded it
 
     @property
@@ -298,7 +300,7 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
     solutions, expected = ((path.parent / p).resolve() if p else None for p in (spec.solutions, spec.expected))
     _refuse_missing(path, components, solutions, expected)
     return Rubric(spec.course, path.resolve(), solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()), expected,
-                  hashlib.sha256(path.read_bytes()).hexdigest())
+                  spec.accept_misnamed, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def _refuse_missing(path: Path, components: list[Component], solutions: Path | None, expected: Path | None) -> None:

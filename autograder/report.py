@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -21,9 +22,11 @@ from rich.table import Table
 
 from .cases import TIMING
 from .run import CaseResult, GradeRun
+from .submission import FileEntry
 
 
-def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
+def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
+    """`account`: the submission's files and what was done with each, shown in `output` and kept in `extra_data.files`."""
     tests = [
         {
             "name": f"[{r.case.component}] {r.case.name}",
@@ -43,12 +46,13 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
     summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
     return {
         "score": sum(r.score for r in run.results),
-        "output": "\n".join(summary + review_notes(run.results) + list(notes)),
+        "output": "\n".join(summary + review_notes(run.results) + account_lines(account)),
         "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "execution_time": round(run.seconds, 3),
-        "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation, "rubric": run.rubric},
+        "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation, "rubric": run.rubric,
+                       "files": [asdict(entry) for entry in account]},
         "tests": tests,
     }
 
@@ -59,6 +63,10 @@ def review_notes(results: list[CaseResult]) -> list[str]:
     return [f"Note on {component}: {review['file']} (with the files it imports) names what this component forbids, in code that "
             f"no case graded here ran: {'; '.join(review['forbidden_names'])}. That costs no points; it is flagged for course "
             "staff to review." for component, review in flagged.items()]
+
+
+def account_lines(account: tuple[FileEntry, ...]) -> list[str]:
+    return ["Files in the submission:", *(f"  {entry}" for entry in account)] if account else []
 
 
 def failure_json(message: str) -> dict:

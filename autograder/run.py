@@ -96,7 +96,10 @@ def grade(
         for component in components:
             cases = [c for c in component.cases if c.visible or not visible_only]
             run.hidden_not_run += len(component.cases) - len(cases) + component.not_here
+            caveat = submission.caveats.get(component.file)  # work of the student's that was not graded
             for result in _grade_component(component, cases, submission, expected, secret, rubric, tier, run.isolation["held"]):
+                if caveat and not result.passed:
+                    result = replace(result, output=f"{result.output} {caveat}")
                 run.results.append(result)
                 on_result(result)
     finally:

@@ -241,3 +241,36 @@ def _children(pid: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return found
+
+
+def test_grade_of_an_empty_folder_is_one_message_and_no_points(tmp_path):
+    (tmp_path / "empty").mkdir()
+    results = tmp_path / "results.json"
+    proc = autograder("grade", str(tmp_path / "empty"), "--results", str(results))
+    message = ("nothing in empty can be graded: expected ngram.py, backprop.py, rnn.py, lstm.py, attention.py or transformer.py, or "
+               "a notebook named like one (ngram.ipynb), at the top level or in one folder. It is empty.")
+    assert proc.returncode == 2 and not proc.stdout and proc.stderr.splitlines()[-1] == f"error: {message}"
+    assert "isolation:" not in proc.stderr  # refused before the tier is probed
+    data = json.loads(results.read_text())
+    assert data["score"] == 0 and data["tests"] == [] and data["output"] == f"The autograder could not grade this submission: {message}"
+
+
+def test_grade_accounts_for_every_file_and_grades_misnamed_ones_when_the_rubric_accepts_them(tmp_path):
+    config = tmp_path / "grading.yaml"
+    config.write_text((ROOT / "grading.yaml").read_text().replace("accept_misnamed: false", "accept_misnamed: true")
+                      .replace("solutions: solutions", f"solutions: {SOLUTIONS}"))
+    submitted = tmp_path / "submitted"
+    submitted.mkdir()
+    shutil.copy(SOLUTIONS / "ngram.py", submitted / "NGram.py")
+    (submitted / "notes.txt").write_text("mine")
+    results = tmp_path / "results.json"
+    proc = autograder("--config", str(config), "grade", str(submitted), "--component", "ngram", "--results", str(results))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    account = ["Files in the submission:", "  NGram.py: graded: as ngram.py, though misnamed: rename `NGram.py` to `ngram.py`",
+               "  notes.txt: ignored: not a component file or a notebook named like one"]
+    assert "\n".join(account) in proc.stdout
+    data = json.loads(results.read_text())
+    assert data["score"] == data["extra_data"]["max_score"] > 0 and data["output"].endswith("\n".join(account))
+    assert data["extra_data"]["files"] == [
+        {"path": "NGram.py", "action": "graded", "why": "as ngram.py, though misnamed: rename `NGram.py` to `ngram.py`", "files": 1},
+        {"path": "notes.txt", "action": "ignored", "why": "not a component file or a notebook named like one", "files": 1}]

@@ -96,18 +96,20 @@ def test_unreadable_notebook_fails_its_component_only(rubric, tmp_path, garbage,
     run = grade_folder(rubric, folder, tmp_path, component_ids=["ngram", "backprop"])
     scores = scores_by_component(run)
     assert scores["ngram"][0] == 0 and scores["backprop"][0] == scores["backprop"][1] > 0
-    assert all(r.output.startswith(f"ngram.ipynb could not be read as a Jupyter notebook: {why}")
+    assert all(r.output.startswith(f"Not graded: ngram.ipynb could not be read as a Jupyter notebook: {why}")
                for r in run.results if r.case.component == "ngram")
 
 
-def test_python_file_wins_over_notebook(tmp_path):
+def test_worked_python_file_wins_over_the_starter_notebook(tmp_path):
     folder = tmp_path / "hw"
     ngram_notebook(folder, ROOT / "starter" / "ngram.py")
     (folder / "ngram.py").write_bytes((SOLUTIONS / "ngram.py").read_bytes())
     sub = open_submission(folder, tmp_path / "out")
-    assert sub.files == {"ngram.py"} and not sub.problems
+    assert sub.files == {"ngram.py"} and not sub.problems and not sub.caveats
     assert (sub.dir / "ngram.py").read_bytes() == (SOLUTIONS / "ngram.py").read_bytes()
-    assert sub.notes == ("ngram.ipynb ignored: ngram.py is there too, and is graded instead",)
+    assert [str(e) for e in sub.account] == [
+        "ngram.ipynb: ignored: the untouched starter (its functions only raise NotImplementedError); ngram.py is graded instead",
+        "ngram.py: graded"]
 
 
 def test_single_notebook_must_be_named_like_a_component_file(tmp_path):

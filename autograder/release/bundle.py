@@ -51,7 +51,8 @@ def results(tmp_path_factory):
 
     def result(case):
         if case.component not in graded:
-            submission = open_submission(Path(__file__).parent, tmp_path_factory.mktemp(case.component))
+            submission = open_submission(Path(__file__).parent, tmp_path_factory.mktemp(case.component),
+                                         accept_misnamed=RUBRIC.accept_misnamed)
             run = grade(RUBRIC, submission, secret="local", component_ids=[case.component], visible_only=True)
             graded[case.component] = {r.case.name: r for r in run.results}
         return graded[case.component][case.name]

@@ -36,7 +36,7 @@ def render_notebook(file: str, source: str, handouts: Sequence[Handout]) -> nbfo
     name = notebook_name(file)
     intro = (f"# `{file}`: {', '.join(h.title for h in handouts)}\n\n"
              f"The handout first, then your code, then a cell that checks it. Submit this notebook as `{name}`, "
-             f"or your code as `{file}` (which is graded instead when both are there). The code cells are graded "
+             f"or your code as `{file}`: when both are there, the one you worked on is graded (the `.py` if both are). The code cells are graded "
              f"as the module `{file}`, top to bottom; lines that only IPython understands (`%time`, `!pip`) and "
              "the check cell are left out.")
     cells = [new_markdown_cell(intro)]
