@@ -90,7 +90,7 @@ def cmd_check(args, console: Console) -> int:
         "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
         highlight=False,
     )
-    return 0
+    return 1 if any(r.counted and not r.passed for r in run.results) else 0  # scripts and CI can tell a failed case
 
 
 def cmd_release(args, console: Console) -> int:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
@@ -33,7 +34,7 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
             "status": "passed" if (r.passed and r.fraction == 1) or not r.counted else "failed",  # nothing at stake: not a failure
             "visibility": r.case.visibility,
             "tags": [r.case.component, *(["timing"] if r.case.check in TIMING else [])],
-            "output": r.output,
+            "output": feedback(r),
             "output_format": "text",
             "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3), **r.extra},
         }
@@ -41,6 +42,7 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
     ]
     shown = sum(1 for r in run.results if r.case.visible)
     summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
+    summary += [HIDDEN_OUTPUT] if shown < len(tests) else []
     return {
         "score": sum(r.score for r in run.results),
         "output": "\n".join(summary + review_notes(run.results) + list(notes)),
@@ -51,6 +53,19 @@ def results_json(run: GradeRun, notes: tuple[str, ...] = ()) -> dict:
         "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation},
         "tests": tests,
     }
+
+
+HIDDEN_OUTPUT = "What your code prints is shown under each visible case; output of hidden cases is not shown."
+
+
+def feedback(r: CaseResult) -> str:
+    """The grader's message on a case, then what the student's code printed during it: each line behind "| ", so
+    that nothing printed can pass for a line of the grader's."""
+    if not r.printed and not r.printed_more:
+        return r.output
+    lines = "".join(f"\n| {line}" for line in r.printed.removesuffix("\n").split("\n"))
+    more = f"\n... ({r.printed_more} more characters)" if r.printed_more else ""
+    return f"{r.output}\nYour code printed:{lines}{more}"
 
 
 def review_notes(results: list[CaseResult]) -> list[str]:
@@ -94,13 +109,13 @@ def print_table(run: GradeRun, console: Console) -> None:
         table.add_row(r.case.number, r.case.component, label, f"{r.score:.3g}/{r.max_score:g}", mark)
     console.print(table)
     for r in run.results:
-        if not r.passed or r.case.check in TIMING:  # failures, and every timing verdict
+        if not r.passed or r.case.check in TIMING or r.printed or r.printed_more:  # failures, timing verdicts, printing
             console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
-            console.print(f"  {r.output}", markup=False, highlight=False)
+            console.print(textwrap.indent(feedback(r), "  "), markup=False, highlight=False)
     for component in dict.fromkeys(r.case.component for r in run.results):
         rs = [r for r in run.results if r.case.component == component]
         console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g}", highlight=False)
-    for note in review_notes(run.results):
+    for note in review_notes(run.results) + ([HIDDEN_OUTPUT] if any(not r.case.visible for r in run.results) else []):
         console.print(note, markup=False, highlight=False)
     total, most = sum(r.score for r in run.results), sum(r.max_score for r in run.results)
     console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)
