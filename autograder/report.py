@@ -111,7 +111,8 @@ def print_table(run: GradeRun, console: Console) -> None:
     for r in run.results:
         if not r.passed or r.case.check in TIMING or r.printed or r.printed_more:  # failures, timing verdicts, printing
             console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
-            console.print(textwrap.indent(feedback(r), "  "), markup=False, highlight=False)
+            # soft_wrap: a long line stays one line (the terminal folds it), so every printed line keeps its "| "
+            console.print(textwrap.indent(feedback(r), "  "), markup=False, highlight=False, soft_wrap=True)
     for component in dict.fromkeys(r.case.component for r in run.results):
         rs = [r for r in run.results if r.case.component == component]
         console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g}", highlight=False)
