@@ -235,7 +235,7 @@ def test_pytest_k_picks_one_components_cases(bundle):
     components: `pytest -k attention` collects the attention cases and nothing else."""
     rubric = load_rubric(bundle / "grading.yaml")
     assert any("attention" in case.name for c in rubric.components if c.id != "attention" for case in c.cases)
-    proc = in_bundle(bundle, "-m", "pytest", "--collect-only", "-q", "-k", "attention")
+    proc = in_bundle(bundle, "-m", "pytest", "--collect-only", "-k", "attention")  # pytest.ini adds -q: one id a line
     collected = [line for line in proc.stdout.splitlines() if "::" in line]
     assert collected == [f"test_visible.py::test_visible_case[attention-{c.number}]" for c in rubric.component("attention").cases]
 
