@@ -130,7 +130,7 @@ def cmd_check(args, ui: Terminal) -> int:
     ui.out.print(f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
                  "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
                  highlight=False)
-    return 0 if all(r.passed for r in run.results) else 1
+    return 1 if any(r.counted and not r.passed for r in run.results) else 0  # scripts and CI can tell a failed case
 
 
 def cmd_release(args, ui: Terminal) -> int:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
             "status": "passed" if (r.passed and r.fraction == 1) or not r.counted else "failed",  # nothing at stake: not a failure
             "visibility": r.case.visibility,
             "tags": [r.case.component, *(["timing"] if r.case.check in TIMING else [])],
-            "output": r.output,
+            "output": feedback(r),
             "output_format": "text",
             "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3), **r.extra},
         }
@@ -44,6 +45,7 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
     ]
     shown = sum(1 for r in run.results if r.case.visible)
     summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
+    summary += [HIDDEN_OUTPUT] if shown < len(tests) else []
     return {
         "score": sum(r.score for r in run.results),
         "output": "\n".join(summary + review_notes(run.results) + account_lines(account)),
@@ -55,6 +57,19 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
                        "files": [asdict(entry) for entry in account]},
         "tests": tests,
     }
+
+
+HIDDEN_OUTPUT = "What your code prints is shown under each visible case; output of hidden cases is not shown."
+
+
+def feedback(r: CaseResult) -> str:
+    """The grader's message on a case, then what the student's code printed during it: each line behind "| ", so
+    that nothing printed can pass for a line of the grader's."""
+    if not r.printed and not r.printed_more:
+        return r.output
+    lines = "".join(f"\n| {line}" for line in r.printed.removesuffix("\n").split("\n"))
+    more = f"\n... ({r.printed_more} more characters)" if r.printed_more else ""
+    return f"{r.output}\nYour code printed:{lines}{more}"
 
 
 def review_notes(results: list[CaseResult]) -> list[str]:
@@ -99,7 +114,7 @@ def print_table(run: GradeRun, console: Console, verbosity: int = 0) -> None:
     for component in dict.fromkeys(r.case.component for r in run.results):
         rs = [r for r in run.results if r.case.component == component]
         console.print(f"{component}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g}", highlight=False)
-    for note in review_notes(run.results):
+    for note in review_notes(run.results) + ([HIDDEN_OUTPUT] if any(not r.case.visible for r in run.results) else []):
         console.print(note, markup=False, highlight=False)
     total, most = sum(r.score for r in run.results), sum(r.max_score for r in run.results)
     console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)
@@ -115,6 +130,7 @@ def _print_cases(run: GradeRun, console: Console, verbosity: int) -> None:
         table.add_row(r.case.number, r.case.component, label, f"{r.score:.3g}/{r.max_score:g}", mark)
     console.print(table)
     for r in run.results:
-        if not r.passed or r.case.check in TIMING or verbosity > 0:  # failures, and every timing verdict
+        if not r.passed or r.case.check in TIMING or r.printed or r.printed_more or verbosity > 0:  # failures, timing, printing
             console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
-            console.print(f"  {r.output}", markup=False, highlight=False)
+            # soft_wrap: a long line stays one line (the terminal folds it), so every printed line keeps its "| "
+            console.print(textwrap.indent(feedback(r), "  "), markup=False, highlight=False, soft_wrap=True)

@@ -20,7 +20,7 @@ from .judge import CaseFailed
 from .reference import Reference
 from .sandbox import reaper
 from .sandbox.process import BadReply, CallTimeout, Limits, StudentRaised, WorkerFailure
-from .sandbox.remote import ForbiddenUsed, Student
+from .sandbox.remote import ForbiddenUsed, Printed, Student
 from .sandbox.tiers import Tier, choose_tier, grader_files, hide
 from .submission import Submission
 from .timing import Partial, Speed
@@ -41,6 +41,8 @@ class CaseResult:
     counted: bool = True  # False: reported only (a timing case without a GPU under `inform` or `skip`)
     extra: dict = field(default_factory=dict)  # a timing verdict's device, ratio and interval
     wrong: bool = False  # failed on what the student's code did: a wrong answer, or an error it raised
+    printed: str = ""  # what the student's code printed during a visible case (never a hidden one), made safe to show
+    printed_more: int = 0  # characters it printed beyond those
 
     @property
     def max_score(self) -> float:
@@ -165,6 +167,7 @@ def run_case(case: Case, student: Student, expected, secret: str, speed: Speed) 
     if timed and not speed.graded and speed.policy.without_gpu == "skip":
         return CaseResult(case, False, "Skipped: no GPU here, and timing cases are skipped without one.", counted=False,
                           extra={"device": speed.device})
+    printed = student.printed = Printed()
     try:
         student.deadline = None
         student.start()
@@ -192,7 +195,15 @@ def run_case(case: Case, student: Student, expected, secret: str, speed: Speed) 
         passed, output = False, INTERNAL_ERROR
     finally:
         student.deadline = None
-    return CaseResult(case, passed, output, time.monotonic() - started, forbidden, fraction, counted, extra, wrong)
+    shown = _printable(printed.text) if case.visible else ""  # hidden inputs must not show through what they make code print
+    return CaseResult(case, passed, output, time.monotonic() - started, forbidden, fraction, counted, extra, wrong,
+                      shown, printed.more if case.visible else 0)
+
+
+def _printable(text: str) -> str:
+    """Student text with control and format characters escaped, so that it cannot move the cursor, erase a line
+    of the grader's or turn text around in a terminal."""
+    return "".join(c if c.isprintable() or c in "\n\t" else ascii(c)[1:-1] for c in text)
 
 
 def _describe_raise(exc: StudentRaised) -> str:

@@ -6,7 +6,9 @@ import ast
 import dataclasses
 import inspect
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,8 +26,9 @@ from autograder.cases import TIMING
 from autograder.collect import load_rubric
 from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
+from autograder.release.notebooks import Handout, write_notebook
 from autograder.run import grade
-from autograder.submission import open_submission
+from autograder.submission import CHECK_TAG, open_submission
 
 RELEASED = {"README.md", "requirements.txt", "grading.yaml", "expected.bin", "autograder", "handouts", "notebooks",
             "test_visible.py", "pytest.ini"}
@@ -168,39 +171,136 @@ def test_the_leak_scan_finds_a_planted_solution(bundle, tmp_path):
 
 def test_check_in_the_bundle_fails_the_starter_cleanly(bundle, rubric):
     proc = in_bundle(bundle, "-m", "autograder", "check")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "grader itself failed" not in proc.stdout and "Traceback" not in proc.stderr
     for component in rubric.components:
         visible = sum(c.points for c in component.cases if c.visible and c.check not in TIMING)
         assert f"{component.id}: 0 / {visible:g}" in proc.stdout
 
 
-def test_check_in_the_bundle_passes_the_solutions_and_reads_the_notebooks(part1, bundle, tmp_path):
-    """The release already replayed every case against the solutions in-process; here the student's
-    path: the bundle's own grader package, run from the bundle (part 1, to keep it quick)."""
-    copy = tmp_path / "student"
-    shutil.copytree(part1, copy)
-    for name in ("ngram.py", "backprop.py"):
-        shutil.copy(SOLUTIONS / name, copy / name)
-    proc = in_bundle(copy, "-m", "autograder", "check")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for component in load_rubric(part1 / "grading.yaml").components:
-        visible = sum(c.points for c in component.cases)
-        assert f"{component.id}: {visible:g} / {visible:g}" in proc.stdout
+def test_check_in_the_bundle_reads_the_notebooks(bundle):
     notebooks = in_bundle(bundle, "-m", "autograder", "check", "causal_mask", "--dir", "notebooks")
-    assert notebooks.returncode == 0 and "causal_mask: 0 /" in notebooks.stdout, notebooks.stdout + notebooks.stderr
+    assert notebooks.returncode == 1 and "causal_mask: 0 /" in notebooks.stdout, notebooks.stdout + notebooks.stderr
 
 
-def test_pytest_in_the_bundle_runs_the_visible_cases(part1, tmp_path):
-    starter = in_bundle(part1, "-m", "pytest")
-    assert starter.returncode == 1 and "Not implemented yet" in starter.stdout, starter.stdout[-2000:]
-    copy = tmp_path / "student"
-    shutil.copytree(part1, copy)
+def readme_block(bundle: Path, heading: str) -> list[str]:
+    """The lines of the first code block under `heading` in the bundle's README, comments dropped."""
+    block = re.search(rf"## {heading}[^\n]*\n\n.*?```\n(.*?)```", (bundle / "README.md").read_text(), re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines()]
+
+
+def as_typed(bundle: Path, command: str) -> subprocess.CompletedProcess:
+    """`command` run word for word in `bundle`, as in a shell whose `python` and `pytest` are this project's venv's
+    (where the bundle's requirements are installed: see the requirements test)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return subprocess.run(shlex.split(command), cwd=bundle, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PATH=path, COLUMNS="200"))
+
+
+def test_the_readme_commands_run_as_written(part1, tmp_path):
+    """Every command the README gives for checking work (the code block, and the notebooks' command in its text), run
+    literally in the bundle: on the starter each exits 1 with the grader's messages alone, on the solutions 0; `pytest
+    -k ngram` runs ngram's cases and no others."""
+    commands = readme_block(part1, "Check your work")
+    commands += re.findall(r"`(python -m autograder check --dir notebooks)`", (part1 / "README.md").read_text())
+    assert commands == ["python -m autograder check", "python -m autograder check ngram", "pytest", "pytest -k ngram",
+                        "python -m autograder check --dir notebooks"]
+    rubric = load_rubric(part1 / "grading.yaml")
+    ngram, backprop = (len(rubric.component(c).cases) for c in ("ngram", "backprop"))
+    points = {c.id: sum(k.points for k in c.cases) for c in rubric.components}
+    solved = tmp_path / "student"
+    shutil.copytree(part1, solved)
     for name in ("ngram.py", "backprop.py"):
-        shutil.copy(SOLUTIONS / name, copy / name)
-    solved = in_bundle(copy, "-m", "pytest")
-    cases = len(load_rubric(part1 / "grading.yaml").components[0].cases) + len(load_rubric(part1 / "grading.yaml").components[1].cases)
-    assert solved.returncode == 0 and f"{cases} passed" in solved.stdout, solved.stdout[-2000:]
+        shutil.copy(SOLUTIONS / name, solved / name)
+    for command in commands:
+        starter = as_typed(part1, command)
+        assert starter.returncode == 1, (command, starter.stdout[-2000:], starter.stderr[-2000:])
+        assert "Not implemented yet" in starter.stdout and "CaseResult(" not in starter.stdout and "Traceback" not in starter.stdout
+        if "notebooks" in command:
+            continue  # the notebooks hold the starter in both copies
+        done = as_typed(solved, command)
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+        if command.startswith("pytest"):
+            want = f"{ngram} passed, {backprop} deselected" if "-k" in command else f"{ngram + backprop} passed"
+            assert want in done.stdout, (command, done.stdout[-2000:])
+            if "-k" in command:
+                assert f"{ngram} failed, {backprop} deselected" in starter.stdout, (command, starter.stdout[-2000:])
+        else:
+            for component in ("ngram",) if command.endswith("ngram") else ("ngram", "backprop"):
+                assert f"{component}: {points[component]:g} / {points[component]:g}" in done.stdout, (command, done.stdout[-2000:])
+
+
+def test_pytest_k_picks_one_components_cases(bundle):
+    """Tests are named by component and case number (attention-5.1), not by case names, some of which name other
+    components: `pytest -k attention` collects the attention cases and nothing else."""
+    rubric = load_rubric(bundle / "grading.yaml")
+    assert any("attention" in case.name for c in rubric.components if c.id != "attention" for case in c.cases)
+    proc = in_bundle(bundle, "-m", "pytest", "--collect-only", "-k", "attention")  # pytest.ini adds -q: one id a line
+    collected = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert collected == [f"test_visible.py::test_visible_case[attention-{c.number}]" for c in rubric.component("attention").cases]
+
+
+def test_requirements_pin_the_grading_versions_with_torch_from_the_cpu_index(part1, tmp_path):
+    """What runs here: the README's set-up block is checked for its words, and pip's own parser and resolver read the
+    bundle's requirements.txt offline (`--dry-run --no-index` against this project's venv, which holds exactly
+    constraints.txt's versions, torch 2.13.0+cpu): every line parses and every pin is met, nothing to download.
+    Not exercised, as nothing may download in tests: a fresh install from PyPI and PyTorch's CPU index. That pip then
+    takes torch 2.13.0+cpu from the extra index is PEP 440's order (a local version sorts above its public one)."""
+    assert readme_block(part1, "Set up") == ["python3 -m venv .venv && . .venv/bin/activate", "pip install -r requirements.txt"]
+    text = (part1 / "requirements.txt").read_text()
+    lines = text.splitlines()
+    constraints = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
+    assert [line for line in lines if line.startswith("-")] == ["--extra-index-url https://download.pytorch.org/whl/cpu"]
+    assert [line for line in lines if line and not line.startswith(("#", "-"))] == constraints and "torch==2.13.0" in constraints
+    assert "make" not in " ".join(line for line in lines if line.startswith("#")).lower()  # the bundle has no Makefile
+
+    def dry_run(folder: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--disable-pip-version-check",
+                               "--quiet", "--report", str(tmp_path / "report.json"), "-r", "requirements.txt"],
+                              cwd=folder, capture_output=True, text=True, timeout=300)
+
+    proc = dry_run(part1)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "report.json").read_text())["install"] == []
+    other = tmp_path / "other"  # the same run fails on a pin the venv does not hold: pip resolves the pins, it skips none
+    other.mkdir()
+    (other / "requirements.txt").write_text(re.sub(r"^numpy==.*$", "numpy==1.0.0", text, flags=re.M))
+    refused = dry_run(other)
+    assert refused.returncode != 0 and "numpy==1.0.0" in refused.stderr, refused.stderr
+
+
+def run_cell(notebook: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """A notebook's check cell run as its kernel runs it: this Python, in the folder the notebook was opened from."""
+    cell = nbformat.read(notebook, as_version=4).cells[-1]
+    assert cell.metadata.tags == [CHECK_TAG]
+    return subprocess.run([sys.executable, "-c", cell.source], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, COLUMNS="200"))
+
+
+def test_the_notebook_check_cell_finds_its_bundle_and_fails_visibly_when_it_cannot_check(part1, tmp_path):
+    """From the notebooks folder, the bundle's root or a folder below, the cell checks the saved notebooks/ngram.ipynb;
+    a failing case is shown, not raised; outside a bundle, or when the check cannot run (status 2), the cell raises."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(part1, bundle)
+    ngram = write_notebook(bundle / "notebooks", "ngram.py", (SOLUTIONS / "ngram.py").read_text(),
+                           [Handout("ngram", "N-grams", (bundle / "handouts" / "ngram.md").read_text())])
+    (bundle / "notebooks" / "drafts").mkdir()
+    points = {c.id: sum(k.points for k in c.cases) for c in load_rubric(bundle / "grading.yaml").components}
+    for cwd in (bundle / "notebooks", bundle, bundle / "notebooks" / "drafts"):
+        proc = run_cell(ngram, cwd)
+        assert proc.returncode == 0 and f"ngram: {points['ngram']:g} / {points['ngram']:g}" in proc.stdout, (cwd, proc.stdout, proc.stderr)
+    starter = run_cell(bundle / "notebooks" / "backprop.ipynb", bundle / "notebooks")
+    assert starter.returncode == 0 and f"backprop: 0 / {points['backprop']:g}" in starter.stdout, starter.stdout + starter.stderr
+    (tmp_path / "elsewhere").mkdir()
+    lost = run_cell(ngram, tmp_path / "elsewhere")
+    assert lost.returncode == 1 and "FileNotFoundError: No bundle" in lost.stderr, lost.stderr
+    assert "run, in a terminal in the bundle's folder: python -m autograder check --dir notebooks" in lost.stderr
+    with open(bundle / "grading.yaml", "a") as rubric:
+        rubric.write("not_a_key: 1\n")
+    broken = run_cell(ngram, bundle / "notebooks")
+    assert broken.returncode == 1 and "not_a_key" in broken.stdout, broken.stdout + broken.stderr
+    assert "RuntimeError: `python -m autograder check ngram --dir notebooks` could not run" in broken.stderr
+    assert "exit status 2" in broken.stderr
 
 
 def without_training(rubric):

@@ -66,6 +66,26 @@ def test_check_runs_visible_cases_and_counts_hidden_ones(tmp_path, rubric):
     assert f"ngram: {sum(c.points for c in ngram if c.visible):g} / {sum(c.points for c in ngram if c.visible):g}" in proc.stdout
 
 
+def test_check_exits_1_when_a_case_fails_and_2_when_it_cannot_run():
+    failing = autograder("check", "ngram", "--dir", str(ROOT / "starter"))
+    assert failing.returncode == 1 and "ngram: 0 /" in failing.stdout, failing.stdout + failing.stderr
+    unknown = autograder("check", "no_such_component", "--dir", str(ROOT / "starter"))
+    assert unknown.returncode == 2 and "no_such_component" in unknown.stdout, unknown.stdout + unknown.stderr
+
+
+def test_check_shows_what_the_code_printed_under_its_case(tmp_path, rubric):
+    """Printed at import (during the first case's first call) and in every call of pad_sentence: each case shows its
+    own, the first truncated at 2,000 characters with the rest counted."""
+    (tmp_path / "ngram.py").write_text((SOLUTIONS / "ngram.py").read_text() + "\n\nprint('x' * 2500)\n_pad = pad_sentence\n\n\n"
+                                       "def pad_sentence(tokens, n):\n    print(f'padding with n = {n}')\n    return _pad(tokens, n)\n")
+    proc = autograder("check", "ngram", "--dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, second = (c for c in rubric.component("ngram").cases if c.params.get("n") in (1, 2) and c.check == "ngram.padding")
+    assert f"{first.number} [ngram] {first.name}\n  Passed.\n  Your code printed:\n  | {'x' * 2000}\n  ... (" in proc.stdout
+    assert "more characters)" in proc.stdout and "  | padding with n = 1" not in proc.stdout  # past the first 2,000
+    assert f"{second.number} [ngram] {second.name}\n  Passed.\n  Your code printed:\n  | padding with n = 2\n" in proc.stdout
+
+
 def test_release_check_fails_when_starter_is_stale(tmp_path):
     shutil.copytree(SOLUTIONS, tmp_path / "solutions")
     (tmp_path / "solutions" / "ngram.py").write_text(f'"""N-grams.\n\n{RULES_BEGIN[".py"]}\n"""\n\n\n'

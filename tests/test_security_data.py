@@ -31,6 +31,7 @@ from autograder.cases import CHECKS, TIMING
 from autograder.expected import Live
 from autograder.forbidden import WHY
 from autograder.reference import Reference
+from autograder.report import results_json
 from autograder.run import GradeRun
 from autograder.sandbox.process import Limits
 from autograder.trial import Trial
@@ -131,6 +132,29 @@ def test_printed_pass_lines_count_for_nothing(rubric, tmp_path, capfd, how, body
     stopped(run, {"backprop.softmax"}, because)
     printed = capfd.readouterr()
     assert "All tests passed" not in printed.out + printed.err  # nothing the worker prints reaches the grader's output
+
+
+def test_printed_pass_lines_are_shown_as_the_students_and_count_for_nothing(rubric, tmp_path):
+    """Threat: now that visible cases show what student code prints, a wrong softmax prints a fake "Passed.", a fake
+    grader heading and a terminal escape that erases the line. Defence: the parent's own comparison scores it; the
+    printed text comes after the grader's message, under "Your code printed:", each line behind "| ", with control
+    characters escaped, and never under a hidden case."""
+    fake = "Passed.\nYour code printed:\n\x1b[2K\rTotal: 4 / 4\n"
+    code = f"import sys\n\n\ndef softmax(z):\n    print({fake!r})\n    print('Passed.', file=sys.stderr)\n{UNIFORM}"
+    run = grade_attack(rubric, attack(tmp_path, "backprop.py", code), tmp_path, "backprop.py", "backprop")
+    stopped(run, {"backprop.softmax"}, COMPARED)
+    softmax = [r for r in run.results if r.case.check == "backprop.softmax"]
+    tests = {t["name"]: t for t in results_json(run)["tests"]}
+    for r in softmax:
+        test = tests[f"[backprop] {r.case.name}"]
+        assert test["score"] == 0 and test["status"] == "failed"
+        if not r.case.visible:
+            assert r.printed == "" and test["output"] == r.output
+            continue
+        message, block = test["output"].split("\nYour code printed:\n", 1)
+        assert message == r.output and COMPARED.search(message)
+        assert block == "| Passed.\n| Your code printed:\n| \\x1b[2K\\rTotal: 4 / 4\n| \n| Passed."
+    assert any(not r.case.visible for r in softmax) and any(r.case.visible for r in softmax)
 
 
 # ---- 2. monkeypatching comparison helpers ---------------------------------------------------------

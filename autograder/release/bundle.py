@@ -31,12 +31,14 @@ from .starter import render_starter
 
 EXPECTED = "expected.bin"
 
-PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs."""
+PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs, and
+`pytest -k attention` one component's cases (each test is named by its component and case number: attention-5.1)."""
 from pathlib import Path
 
 import pytest
 
 from autograder.collect import load_rubric
+from autograder.report import feedback
 from autograder.run import grade
 from autograder.submission import open_submission
 
@@ -60,11 +62,22 @@ def results(tmp_path_factory):
     return result
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.number} {c.component}: {c.name}" for c in CASES])
+# Ids without the case names, which mention other components ("attention" in a Transformer case): -k picks by component.
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.component}-{c.number}" for c in CASES])
 def test_visible_case(case, results):
     outcome = results(case)
-    assert outcome.passed, outcome.output
+    if not outcome.passed:  # the grader's feedback alone: pytest's traceback would show the grader's code, not yours
+        pytest.fail(f"{case.number} {case.name}: {feedback(outcome)}", pytrace=False)
+    print(feedback(outcome))  # what your code printed, with `pytest -rP`
 '''
+
+REQUIREMENTS = """# What this folder's autograder needs, at the versions it is graded with: pip install -r requirements.txt
+# torch is its CPU build, from PyTorch's own index: from PyPI alone, torch 2.13.0 on Linux pulls several GB of
+# CUDA packages, which nothing here uses. pip takes no index per package in a requirements file, so that index
+# is an extra one, beside PyPI; the pins are exact either way, and torch's CPU build (2.13.0+cpu) sorts above
+# PyPI's 2.13.0, so pip picks it.
+--extra-index-url https://download.pytorch.org/whl/cpu
+"""
 
 README = """# {course}: {title}
 
@@ -83,17 +96,27 @@ python3 -m venv .venv && . .venv/bin/activate
 pip install -r requirements.txt
 ```
 
+`requirements.txt` pins the versions the grader uses, with the CPU build of torch from PyTorch's index
+(download.pytorch.org): no GPU or CUDA is needed, and none is downloaded.
+
 ## Check your work
 
 ```
 python -m autograder check            # every component
-python -m autograder check ngram      # one component
+{check_one}# one component
 pytest                                # the same cases, as pytest tests
+{pytest_one}# one component's cases
 ```
 
 These run the visible cases exactly as the grader does: in a separate, walled-off process, with the
-grader's own feedback. {not_here} more cases run only when you submit (hidden cases, and the timing
-cases that race your code against the reference's), so passing here does not mean full marks.
+grader's own feedback. `check` exits with status 0 when every visible case passes, 1 when one fails,
+and 2 when it cannot run (an unknown component, an unreadable `grading.yaml`). {not_here} more cases
+run only when you submit (hidden cases, and the timing cases that race your code against the
+reference's), so passing here does not mean full marks.
+
+What your code prints (`print`, `sys.stdout`, `sys.stderr`) is shown under the case that ran it, up to
+2,000 characters per case, each line behind `| `; what is written below Python (`os.write(1, ...)`, C
+code) is not shown, nor, when you submit, what your code prints in hidden cases.
 
 To work in a notebook instead, open `notebooks/<file>.ipynb`, save it, and run its last cell; or run
 `python -m autograder check --dir notebooks`.
@@ -152,14 +175,18 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
             copy = work / path.relative_to(PROJECT)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, copy)
-        shutil.copy(projects / "constraints.txt", work / "requirements.txt")
+        pins = [line for line in (projects / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
+        (work / "requirements.txt").write_text(REQUIREMENTS + "\n".join(pins) + "\n")
         (work / "test_visible.py").write_text(PYTEST_FILE)
         (work / "pytest.ini").write_text("[pytest]\naddopts = -q\ntestpaths = test_visible.py\n")
         bundle_rubric = _write_rubric(rubric, components, work / "grading.yaml")
         summary = _record(rubric, bundle_rubric, components, work / EXPECTED, Path(scratch))
         title = components[0].part if part else "all parts"
         listed = "".join(f"| `{f}` | starter code: fill in the bodies marked `raise NotImplementedError` |\n" for f in files)
-        (work / "README.md").write_text(README.format(course=rubric.course, title=title, files=listed, not_here=summary["not_here"]))
+        one = components[0].id  # the examples name a component this bundle holds
+        (work / "README.md").write_text(README.format(course=rubric.course, title=title, files=listed, not_here=summary["not_here"],
+                                                      check_one=f"python -m autograder check {one} ".ljust(38),
+                                                      pytest_one=f"pytest -k {one} ".ljust(38)))
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():
             out.rmdir()

@@ -87,12 +87,25 @@ def _chunks(source: str) -> list[str]:
 
 def _check_cell(name: str, components: list[str]) -> str:
     return f'''# Runs the visible cases on your code exactly as the grader will. Save the notebook first
-# (Ctrl+S or Cmd+S): the check reads the saved {name}, not what this kernel has run.
+# (Ctrl+S or Cmd+S): the check reads the saved notebooks/{name}, not what this kernel has run.
 import subprocess
 import sys
+from pathlib import Path
 
+# The bundle is the folder holding autograder/ and grading.yaml: the one this notebook was opened from, or one above it.
+bundle = next((folder for folder in [Path.cwd(), *Path.cwd().parents]
+               if (folder / "autograder").is_dir() and (folder / "grading.yaml").is_file()), None)
+if bundle is None:
+    raise FileNotFoundError(f"No bundle (a folder holding autograder/ and grading.yaml) in {{Path.cwd()}} or above it. Open "
+                            "this notebook from the notebooks/ folder of your bundle, or run, in a terminal in the bundle's "
+                            "folder: python -m autograder check --dir notebooks")
 for component in {components!r}:
-    # This folder is notebooks/, in the bundle whose root holds the autograder package.
     check = subprocess.run([sys.executable, "-m", "autograder", "check", component, "--dir", "notebooks"],
-                           cwd="..", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print(check.stdout)'''
+                           cwd=bundle, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(check.stdout)
+    # Status 0: every case passes; 1: a case fails, and the table above says which. Anything else, or no
+    # "Total:" line (Python's own status for an error is 1 too), means the check itself could not run.
+    if check.returncode not in (0, 1) or "Total: " not in check.stdout:
+        raise RuntimeError(f"`python -m autograder check {{component}} --dir notebooks` could not run in {{bundle}} (exit status "
+                           f"{{check.returncode}}; its output is above). This notebook runs {{sys.executable}}: is that the "
+                           "Python you ran `pip install -r requirements.txt` with?")'''

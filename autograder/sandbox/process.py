@@ -3,10 +3,11 @@
 A worker is a fresh `python -I` process in a scratch copy of the submission,
 started inside the run's isolation tier (tiers.py) with an empty environment,
 its own session (so the whole group can be killed), no descriptors but its two
-pipes, and stdout/stderr sent to /dev/null: nothing it prints counts. Before
-importing student code it walls itself in (worker.py `isolate`). A request
-that times out, or a worker that dies, poisons only that worker: the caller
-drops it and the next case starts another.
+pipes, and stdout/stderr sent to /dev/null (what student code prints through
+Python comes back with each reply instead, as text: worker.Printed); nothing
+it prints counts. Before importing student code it walls itself in (worker.py
+`isolate`). A request that times out, or a worker that dies, poisons only that
+worker: the caller drops it and the next case starts another.
 """
 from __future__ import annotations
 

@@ -22,6 +22,23 @@ class ForbiddenUsed(Exception):
     """The submission used something its component forbids."""
 
 
+class Printed:
+    """What the student's code printed (through Python's sys.stdout and sys.stderr) during one case, as its worker
+    reported it with each reply: untrusted text, so checked and bounded here."""
+
+    LIMIT = 2000  # characters kept per case; the rest is counted
+
+    def __init__(self):
+        self.text, self.more = "", 0
+
+    def add(self, text, more) -> None:
+        if type(text) is not str or type(more) is not int or more < 0:
+            raise BadReply("the worker sent a malformed reply (what was printed is not text and a count)")
+        room = self.LIMIT - len(self.text)
+        self.text += text[:room]
+        self.more += more + max(0, len(text) - room)
+
+
 class Remote:
     """A student object (or a path to one) living in the worker."""
 
@@ -51,6 +68,7 @@ class Student:
         self.worker: Worker | None = None
         self.held: dict = {}  # what the last worker reported of its walls before student code ran
         self.deadline: float | None = None  # set per case by the runner
+        self.printed = Printed()  # replaced per case by the runner, which reads it when the case ends
 
     def __getattr__(self, module: str) -> Remote:
         if module.startswith("_"):
@@ -133,6 +151,7 @@ class Student:
         return result
 
     def _unpack(self, reply: dict, blobs: list[bytes]):
+        self.printed.add(reply.get("printed", ""), reply.get("printed_more", 0))
         violations = reply.get("violations")
         if type(violations) is not list or not all(type(v) is str for v in violations):
             raise BadReply("the worker sent a malformed reply (no violation list)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import io
 import os
 import resource
 import sys
@@ -24,6 +25,35 @@ del sys.path[0]
 
 SUBMISSION_DIR = os.getcwd()
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+PRINTED_CHARS = 2000  # of what student code prints during one request, kept for the reply; the rest is only counted
+
+
+class Printed(io.TextIOBase):
+    """sys.stdout and sys.stderr while student code runs: what it prints through Python, bounded, taken with each
+    reply. Writes to the raw descriptors 1 and 2 (os.write, C extensions) still go to /dev/null."""
+
+    def __init__(self):
+        self.kept, self.more = [], 0
+        self.room = PRINTED_CHARS
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        text = str.__str__(text)  # a plain str, whatever a subclass overrides
+        if self.room:
+            self.kept.append(text[:self.room])
+        self.more += max(0, len(text) - self.room)
+        self.room = max(0, self.room - len(text))
+        return len(text)
+
+    def take(self) -> dict:
+        """What was printed since the last reply: {"printed": at most PRINTED_CHARS characters, "printed_more": the count of the rest}."""
+        taken = {"printed": "".join(self.kept), "printed_more": self.more}
+        self.__init__()
+        return taken
 
 
 def isolate(hello: dict) -> dict:
@@ -254,6 +284,7 @@ def main() -> None:
     forbidden = guard.Guard(SUBMISSION_DIR, hello["forbidden_modules"], hello["forbidden_calls"])
     sys.path.insert(0, SUBMISSION_DIR)
     objects = Objects()
+    printed = sys.stdout = sys.stderr = Printed()  # one stream, so stdout and stderr keep their order
     wire.write_frame(reply_fd, {"ready": True, "held": held}, [])
     while True:
         try:
@@ -266,6 +297,7 @@ def main() -> None:
             reply, out = {"error": describe_error(exc)}, []
         tampered = forbidden.tampered()
         reply["violations"] = forbidden.violations + ([tampered] if tampered else [])
+        reply.update(printed.take())
         wire.write_frame(reply_fd, reply, out)
 
 
