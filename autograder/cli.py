@@ -16,14 +16,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
-from .collect import Rubric, RubricError, load_rubric
+from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
 from .release.bundle import BundleError, check_bundle_target, write_bundle
 from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
-from .run import grade
-from .sandbox.tiers import ORDER, TierUnavailable, choose_tier, grader_files
+from .runner import grade
+from .sandbox.host.tiers import ORDER, TierUnavailable, choose_tier, grader_files
 from .submission import SubmissionError, open_submission
 from .verify import MistakesError, load_mistakes, print_report, verify
 

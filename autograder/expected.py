@@ -26,7 +26,7 @@ import torch
 
 from .judge import CaseFailed
 from .rounding import Rounded
-from .sandbox import wire
+from .sandbox.worker import wire
 
 
 class Ghost:

@@ -8,8 +8,8 @@ written form: `nn.LSTM`, `torch.nn.LSTM`, `from torch.nn import LSTM`, and any
 mention of torch's private kernel namespaces when their kernels are forbidden.
 It decides nothing: what costs points is a forbidden module or call actually
 reached, which the worker's guard refuses and records at run time
-(sandbox/guard.py). A name the cases never reach (nanoGPT keeps
-`F.scaled_dot_product_attention` behind `if self.flash:`) costs nothing; run.py
+(sandbox/worker/guard.py). A name the cases never reach (nanoGPT keeps
+`F.scaled_dot_product_attention` behind `if self.flash:`) costs nothing; runner.py
 reports it and flags it for review.
 
 The tamper scan applies to every component, and refuses a file before any of it
@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .sandbox.process import WORKER_FILES
+from .sandbox.host.process import WORKER_FILES
 
 # Names through which the kernels of a forbidden namespace can be reached.
 PRIVATE_NAMESPACES = {"torch._VF": ("_VF", "_VariableFunctions", "_VariableFunctionsClass")}

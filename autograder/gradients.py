@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .rounding import rounded
-from .sandbox.remote import Remote
+from .sandbox.host.proxy import Remote
 
 
 def random_like(rng: np.random.Generator, t: torch.Tensor, scale: float = 1.0) -> torch.Tensor:

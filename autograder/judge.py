@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .rounding import Rounded
-from .sandbox.remote import Remote
+from .sandbox.host.proxy import Remote
 
 Candidates = Mapping[str, Callable[[], object]]  # a likely mistake -> its wrong answer, computed only when asked
 LOW_PRECISION = ("float16", "bfloat16", "float32")

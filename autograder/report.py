@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .cases import TIMING
-from .run import CaseResult, GradeRun
+from .runner import CaseResult, GradeRun
 from .submission import FileEntry
 
 
@@ -73,7 +73,7 @@ def feedback(r: CaseResult) -> str:
 
 
 def review_notes(results: list[CaseResult]) -> list[str]:
-    """One note per component whose files name what it forbids in code no case reached (run.py flags them)."""
+    """One note per component whose files name what it forbids in code no case reached (runner.py flags them)."""
     flagged = {r.case.component: r.extra["review"] for r in results if "review" in r.extra}
     return [f"Note on {component}: {review['file']} (with the files it imports) names what this component forbids, in code that "
             f"no case graded here ran: {'; '.join(review['forbidden_names'])}. That costs no points; it is flagged for course "

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .collect import COMPONENT_FILES
+from .rubric import COMPONENT_FILES
 
 API_FILES = frozenset(COMPONENT_FILES.values())
 FILE_ORDER = tuple(dict.fromkeys(COMPONENT_FILES.values()))  # the course's order, for messages

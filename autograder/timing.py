@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from .judge import CaseFailed
-from .sandbox.process import Limits
-from .sandbox.remote import Student
-from .sandbox.tiers import Tier
+from .sandbox.host.process import Limits
+from .sandbox.host.proxy import Student
+from .sandbox.host.tiers import Tier
 
 BLOCK_SECONDS = 0.02  # each timed request runs this long at least, so the request's own cost is noise
 WARMUP_BLOCKS = 2

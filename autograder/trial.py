@@ -7,9 +7,9 @@ from collections.abc import Callable
 import numpy as np
 
 from . import judge
-from .collect import Case
+from .rubric import Case
 from .rounding import Rounded
-from .sandbox.remote import Student
+from .sandbox.host.proxy import Student
 
 Hints = dict[str, Callable]  # a likely mistake -> lambda ref: the wrong answer it gives (ref.oracles computes it)
 

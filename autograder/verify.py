@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .collect import Rubric, read_yaml
-from .run import INTERNAL_ERROR, CaseResult, GradeRun, grade
+from .rubric import Rubric, read_yaml
+from .runner import INTERNAL_ERROR, CaseResult, GradeRun, grade
 from .submission import open_submission
 
 CATALOG = "mistakes.yaml"  # beside the solutions it edits

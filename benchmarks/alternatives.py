@@ -20,8 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from autograder.cases import TIMING
-from autograder.collect import Rubric, load_rubric
-from autograder.run import CaseResult, grade
+from autograder.rubric import Rubric, load_rubric
+from autograder.runner import CaseResult, grade
 from autograder.submission import open_submission
 
 ROOT = Path(__file__).resolve().parents[1]

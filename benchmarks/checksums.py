@@ -28,9 +28,9 @@ import torch
 
 from autograder import timing
 from autograder.cases import speed
-from autograder.collect import load_rubric
-from autograder.sandbox import worker
-from autograder.sandbox.wire import Make
+from autograder.rubric import load_rubric
+from autograder.sandbox.worker import worker
+from autograder.sandbox.worker.wire import Make
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ROOT / "tests" / "timing_variants"

@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.collect import Rubric, load_rubric
-from autograder.run import grade
+from autograder.rubric import Rubric, load_rubric
+from autograder.runner import grade
 from autograder.submission import open_submission
 
 ROOT = Path(__file__).resolve().parents[1]

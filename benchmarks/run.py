@@ -30,12 +30,12 @@ from statistics import median
 import torch
 
 from autograder.cases import TIMING
-from autograder.collect import Rubric, load_rubric
+from autograder.rubric import Rubric, load_rubric
 from autograder.reference import Reference
-from autograder.run import GradeRun, grade
-from autograder.sandbox.process import Limits, Worker
-from autograder.sandbox.remote import Student
-from autograder.sandbox.tiers import Tier, choose_tier, grader_files
+from autograder.runner import GradeRun, grade
+from autograder.sandbox.host.process import Limits, Worker
+from autograder.sandbox.host.proxy import Student
+from autograder.sandbox.host.tiers import Tier, choose_tier, grader_files
 from autograder.submission import open_submission
 from autograder.timing import Policy, verdict
 
@@ -337,7 +337,7 @@ def section_wall(grades: list[dict], startup: tuple[float, float], overhead: flo
     scores = sorted({f"{g['score']:g}/{g['max']:g}" for g in grades})
     return "\n\n".join([
         "## 1. Grading the reference submission",
-        f"`autograder.run.grade` on `solutions/`, every component and case, {n} runs (medians where one figure is given; "
+        f"`autograder.runner.grade` on `solutions/`, every component and case, {n} runs (medians where one figure is given; "
         "the tier is chosen once beforehand, as the command line does). "
         f"Score: {', '.join(scores)}.",
         table(["", "seconds", "share"], split),

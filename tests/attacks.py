@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox.tiers import STUDENT_ID_BASE, Tier, choose_tier, grader_files
+from autograder.sandbox.host.tiers import STUDENT_ID_BASE, Tier, choose_tier, grader_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.collect import load_rubric
-from autograder.run import GradeRun, grade
+from autograder.rubric import load_rubric
+from autograder.runner import GradeRun, grade
 from autograder.submission import open_submission
 from autograder.verify import judge, load_mistakes, write_variant
 

@@ -23,11 +23,11 @@ from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
 import bundle_probe
 from autograder.cases import TIMING
-from autograder.collect import load_rubric
+from autograder.rubric import load_rubric
 from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
 from autograder.release.notebooks import Handout, write_notebook
-from autograder.run import grade
+from autograder.runner import grade
 from autograder.submission import CHECK_TAG, open_submission
 
 RELEASED = {"README.md", "requirements.txt", "grading.yaml", "expected.bin", "autograder", "handouts", "notebooks",

@@ -14,9 +14,9 @@ from conftest import ROOT, SOLUTIONS
 
 from autograder import __version__
 from autograder.cases import DATA, TIMING
-from autograder.collect import RubricError, load_rubric
+from autograder.rubric import RubricError, load_rubric
 from autograder.release import RULES_BEGIN
-from autograder.sandbox.tiers import ORDER
+from autograder.sandbox.host.tiers import ORDER
 
 
 def autograder(*args, cwd=ROOT):

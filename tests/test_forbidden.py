@@ -12,7 +12,7 @@ from autograder.forbidden import scan_forbidden
 from autograder.report import print_table, results_json
 
 ANCHOR = "import numpy as np\n"
-GUARD = "Uses what this component forbids: "  # run.py's words for what the guard recorded
+GUARD = "Uses what this component forbids: "  # runner.py's words for what the guard recorded
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
 
 
@@ -20,7 +20,7 @@ SDPA = "torch.nn.functional.scaled_dot_product_attention"
 def worker_only(monkeypatch):
     """The tamper scan off, for routes it already refuses (`__import__`, getattr with a built name):
     the worker's guard must catch them on its own."""
-    monkeypatch.setattr("autograder.run.scan_submission", lambda *args: [])
+    monkeypatch.setattr("autograder.runner.scan_submission", lambda *args: [])
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from conftest import ROOT, SOLUTIONS
 
 from autograder.cases import TIMING
 from autograder.report import results_json
-from autograder.run import CaseResult, GradeRun
+from autograder.runner import CaseResult, GradeRun
 
 SCRIPTS = ("setup.sh", "run_autograder")
 FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}

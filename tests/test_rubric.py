@@ -5,7 +5,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from autograder.collect import RubricError, load_rubric
+from autograder.rubric import RubricError, load_rubric
 
 
 def edited_rubric(tmp_path: Path, edit) -> Path:

@@ -32,15 +32,15 @@ from autograder.expected import Live
 from autograder.forbidden import WHY
 from autograder.reference import Reference
 from autograder.report import results_json
-from autograder.run import GradeRun
-from autograder.sandbox.process import Limits
+from autograder.runner import GradeRun
+from autograder.sandbox.host.process import Limits
 from autograder.trial import Trial
 
 BOUND_S = 60  # a whole grading of two components, attack included
 PARTNER = {"backprop.py": "ngram", "ngram.py": "backprop", "attention.py": "backprop", "lstm.py": "backprop"}
 
 # What the grader says when each defence stops an attack:
-GUARD = "Uses what this component forbids: "  # the worker's guard recorded a forbidden call (run.py)
+GUARD = "Uses what this component forbids: "  # the worker's guard recorded a forbidden call (runner.py)
 COMPARED = re.compile(r"differs? from the reference")  # the parent's own comparison, of arrays, entries or numbers
 NOT_DATA = "cannot be sent back as data"  # the wire sends only plain data: anything else stays in the worker behind a handle
 RAISED = "Your code raised "  # the worker caught what the student's code raised and reported it as a failure
@@ -79,7 +79,7 @@ def untimed_rubric(rubric):
 def scans_off(monkeypatch):
     """The parent's static scans switched off for one test: the attack reaches the worker, so whatever stops it
     there is shown to be a runtime defence alone."""
-    monkeypatch.setattr("autograder.run.scan_submission", lambda *args, **kwargs: [])
+    monkeypatch.setattr("autograder.runner.scan_submission", lambda *args, **kwargs: [])
 
 
 def stopped(run: GradeRun, checks: set[str], *because: str | re.Pattern) -> None:
@@ -391,7 +391,7 @@ LYING = [
 @pytest.mark.parametrize("liar, file, component, code, checks, because", LYING, ids=[p[0] for p in LYING])
 def test_objects_that_lie_score_nothing(rubric, tmp_path, liar, file, component, code, checks, because):
     """Threat: a returned object whose comparisons, conversions or length lie, or a value of the wrong kind.
-    Defence: the wire's exact types (sandbox/wire.py), then the parent's own checks of type, dtype and NaN pattern."""
+    Defence: the wire's exact types (sandbox/worker/wire.py), then the parent's own checks of type, dtype and NaN pattern."""
     run = grade_attack(rubric, attack(tmp_path, file, code), tmp_path, file, component)
     stopped(run, checks, because)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from autograder import forbidden
-from autograder.collect import load_rubric
+from autograder.rubric import load_rubric
 from autograder.release import RULES_BEGIN, RULES_END, ReleaseError, render_rules, rules_text, stale_rules, write_rules
 from autograder.release.starter import (
     StarterError,

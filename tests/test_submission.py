@@ -6,9 +6,9 @@ import nbformat
 import pytest
 from conftest import ROOT, SOLUTIONS
 
-from autograder.collect import load_rubric
+from autograder.rubric import load_rubric
 from autograder.release.notebooks import Handout, render_notebook
-from autograder.run import grade
+from autograder.runner import grade
 from autograder.submission import MAX_FILE_BYTES, SubmissionError, open_submission, untouched_starter
 
 

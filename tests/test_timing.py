@@ -21,12 +21,13 @@ import yaml
 from attacks import processes_with, tier
 from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
-from autograder.collect import RubricError, load_rubric
+from autograder.rubric import RubricError, load_rubric
 from autograder.judge import CaseFailed
 from autograder.report import results_json
-from autograder.sandbox import reaper, worker
-from autograder.sandbox.process import Limits
-from autograder.sandbox.remote import Student
+from autograder.sandbox.host import reaper
+from autograder.sandbox.worker import worker
+from autograder.sandbox.host.process import Limits
+from autograder.sandbox.host.proxy import Student
 from autograder.timing import ROUNDINGS, Policy, _same_checksums, bootstrap_interval, verdict
 
 SDPA_SPEED = "speed: scaled_dot_product_attention against the reference"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.sandbox import wire
+from autograder.sandbox.worker import wire
 
 
 def roundtrip(value):

@@ -11,9 +11,9 @@ import resource
 import pytest
 from attacks import SOLUTIONS, tier
 
-from autograder.sandbox.process import Limits, WorkerFailure
-from autograder.sandbox.remote import Student
-from autograder.sandbox.tiers import STUDENT_ID_BASE
+from autograder.sandbox.host.process import Limits, WorkerFailure
+from autograder.sandbox.host.proxy import Student
+from autograder.sandbox.host.tiers import STUDENT_ID_BASE
 
 
 @pytest.fixture(scope="module")

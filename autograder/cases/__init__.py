@@ -20,7 +20,7 @@ DATA: dict[str, tuple[Path, ...]] = {}  # check -> the files it reads (a rubric 
 def check(check_id: str, timing: bool = False, subject: str | None = None, builds_on: tuple[str, ...] = (),
           data: tuple[Path, ...] = ()):
     """Register a check. A failed case of a check that `builds_on` others first names the failing cases of
-    those (run.py), so a student sees the cause before its consequences."""
+    those (runner.py), so a student sees the cause before its consequences."""
     def register(fn: Callable) -> Callable:
         if check_id in CHECKS:
             raise ValueError(f"check {check_id!r} is registered twice")

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..gradients import fill_parameters, load_reference_weights
-from ..sandbox.process import StudentRaised
+from ..sandbox.host.process import StudentRaised
 from . import check
 from .common import chi_square_p_value
 from .transformer import PARTS, lm_logits, lm_modules

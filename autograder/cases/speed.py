@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..sandbox.wire import Make
+from ..sandbox.worker.wire import Make
 from ..timing import compare_speed
 from . import check
 

@@ -14,7 +14,7 @@ import torch
 
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..rounding import rounded
-from ..sandbox.process import StudentRaised
+from ..sandbox.host.process import StudentRaised
 from . import check
 from .common import DTYPES, call_leaving_inputs, tensor
 

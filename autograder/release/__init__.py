@@ -12,7 +12,7 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-from ..collect import Component, Rubric
+from ..rubric import Component, Rubric
 from ..forbidden import forbidden_rules, tamper_rules
 
 PACKAGE = Path(__file__).resolve().parents[1]

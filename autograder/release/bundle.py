@@ -20,10 +20,10 @@ from pathlib import Path
 import yaml
 
 from ..cases import CHECKS, TIMING
-from ..collect import Rubric, load_rubric
+from ..rubric import Rubric, load_rubric
 from ..expected import Recorder, Replay
 from ..reference import Reference
-from ..run import grade
+from ..runner import grade
 from ..submission import open_submission
 from . import PACKAGE, PROJECT, ReleaseError, package_files, stale_rules
 from .notebooks import Handout, write_notebook
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.collect import load_rubric
+from autograder.rubric import load_rubric
 from autograder.report import feedback
-from autograder.run import grade
+from autograder.runner import grade
 from autograder.submission import open_submission
 
 RUBRIC = load_rubric(Path(__file__).with_name("grading.yaml"))

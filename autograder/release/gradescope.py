@@ -12,7 +12,7 @@ import secrets
 import zipfile
 from pathlib import Path
 
-from ..collect import Rubric
+from ..rubric import Rubric
 from . import PROJECT, ReleaseError, package_files
 
 TEMPLATES = Path(__file__).with_name("gradescope")

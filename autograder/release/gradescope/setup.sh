@@ -61,8 +61,8 @@ if ! "$VENV/bin/python" - "$SOURCE/grading.yaml" "$REQUIRE_TIER" <<'PY'
 import sys
 from pathlib import Path
 
-from autograder.collect import load_rubric
-from autograder.sandbox.tiers import choose_tier, grader_files
+from autograder.rubric import load_rubric
+from autograder.sandbox.host.tiers import choose_tier, grader_files
 
 rubric = load_rubric(Path(sys.argv[1]))
 tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []), sys.argv[2])

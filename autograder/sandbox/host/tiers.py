@@ -14,8 +14,8 @@ Chosen once per run, printed, and recorded in results.json:
   still holds is listed in SECURITY.md.
 
 In every tier the worker also applies resource limits and the seccomp filter
-(sandbox/seccomp.py) itself, and the parent is undumpable and reaps every
-process the student leaves behind (sandbox/reaper.py). A tier is only chosen
+(sandbox/worker/seccomp.py) itself, and the parent is undumpable and reaps every
+process the student leaves behind (sandbox/host/reaper.py). A tier is only chosen
 after a probe shows it can start Python; otherwise the grader says why and
 takes the next one.
 """

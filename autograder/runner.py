@@ -13,15 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .cases import BUILDS_ON, CHECKS, SUBJECTS, TIMING
-from .collect import Case, Component, Rubric
+from .rubric import Case, Component, Rubric
 from .expected import Live, Replay
 from .forbidden import forbidden_names, scan_submission
 from .judge import CaseFailed
 from .reference import Reference
-from .sandbox import reaper
-from .sandbox.process import BadReply, CallTimeout, Limits, StudentRaised, WorkerFailure
-from .sandbox.remote import ForbiddenUsed, Printed, Student
-from .sandbox.tiers import Tier, choose_tier, grader_files, hide
+from .sandbox.host import reaper
+from .sandbox.host.process import BadReply, CallTimeout, Limits, StudentRaised, WorkerFailure
+from .sandbox.host.proxy import ForbiddenUsed, Printed, Student
+from .sandbox.host.tiers import Tier, choose_tier, grader_files, hide
 from .submission import Submission
 from .timing import Partial, Speed
 from .trial import Trial

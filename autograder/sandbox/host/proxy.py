@@ -13,7 +13,8 @@ import signal
 import time
 from pathlib import Path
 
-from . import reaper, wire
+from . import reaper
+from ..worker import wire
 from .process import BadReply, Limits, StudentRaised, Worker, WorkerFailure
 from .tiers import Tier
 

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .cases import CHECKS, DATA
-from .sandbox.guard import resolve
+from .sandbox.worker.guard import resolve
 from .timing import Policy
 
 # The student API fixes which file holds which component.

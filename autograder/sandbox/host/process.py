@@ -21,11 +21,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import reaper, wire
+from . import reaper
+from ..worker import wire
 from .tiers import Tier
 
-# The worker's side of the boundary: copied into each worker's scratch folder, so
+# The worker's side of the boundary (sandbox/worker/): copied into each worker's scratch folder, so
 # that at the root and bubblewrap tiers the worker needs nothing of the grader's.
+WORKER_SIDE = Path(__file__).parents[1] / "worker"
 WORKER_FILES = ("worker.py", "guard.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
 # Fixed malloc thresholds: glibc otherwise moves them with each process's history, so two workers
@@ -77,7 +79,7 @@ class Worker:
         shutil.copytree(submission_dir, workdir)
         runtime.mkdir()
         for name in WORKER_FILES:
-            shutil.copy(Path(__file__).with_name(name), runtime / name)
+            shutil.copy(WORKER_SIDE / name, runtime / name)
         if tier.student_id is not None:
             _chown_tree(self.scratch, tier.student_id)
         request_read, self.request_fd = os.pipe()
