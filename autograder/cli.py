@@ -23,7 +23,7 @@ from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
 from .runner import grade
-from .sandbox.host.tiers import ORDER, TierUnavailable, choose_tier, grader_files
+from .sandbox.host.tiers import ORDER, Isolation, TierUnavailable, choose_tier, grader_files, isolation_for
 from .submission import SubmissionError, open_submission
 from .verify import MistakesError, load_mistakes, print_report, verify
 
@@ -87,9 +87,10 @@ def cmd_grade(args, ui: Terminal) -> int:
             secret = read_secret(args.secret_file, ui)
             secret_files = [args.secret_file] if args.secret_file else []
             hidden = grader_files(rubric.path.parent, rubric.solutions_dir, [*([results] if results else []), *secret_files])
-            tier = choose_tier(hidden, args.require_tier)
-            ui.note(f"isolation: {tier.name} ({tier.guarantees})")
-            run = grade(rubric, submission, secret=secret, component_ids=args.component, visible_only=args.visible_only, tier=tier)
+            with Isolation(choose_tier(hidden, args.require_tier)) as isolation:
+                ui.note(f"isolation: {isolation.tier.name} ({isolation.tier.guarantees})")
+                run = grade(rubric, submission, secret=secret, isolation=isolation, component_ids=args.component,
+                            visible_only=args.visible_only)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         ui.error(str(exc))
         if results:
@@ -118,10 +119,10 @@ def cmd_check(args, ui: Terminal) -> int:
         components = [args.component] if args.component else None
         if components:
             rubric.component(args.component)
-        tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []), args.require_tier)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
             submission = open_submission(Path(args.dir), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
-            run = grade(rubric, submission, secret="local", component_ids=components, visible_only=True, tier=tier)
+            with isolation_for(rubric.path.parent, rubric.solutions_dir, require=args.require_tier) as isolation:
+                run = grade(rubric, submission, secret="local", isolation=isolation, component_ids=components, visible_only=True)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .outcome import Ended
 from .rounding import Rounded
 from .sandbox.host.proxy import Remote
 
@@ -23,8 +24,10 @@ Candidates = Mapping[str, Callable[[], object]]  # a likely mistake -> its wrong
 LOW_PRECISION = ("float16", "bfloat16", "float32")
 
 
-class CaseFailed(Exception):
+class CaseFailed(Ended):
     """The student's answer is wrong; the message is the feedback."""
+
+    kind = "wrong"
 
 
 def type_name(value) -> str:

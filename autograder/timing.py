@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from .judge import CaseFailed
-from .sandbox.host.process import Limits
-from .sandbox.host.proxy import Student
+from .sandbox.host.process import Deadline, Limits
+from .sandbox.host.proxy import Proxy, Slot
 from .sandbox.host.tiers import Tier
 
 BLOCK_SECONDS = 0.02  # each timed request runs this long at least, so the request's own cost is noise
@@ -61,8 +61,7 @@ class Speed:
 
     def __init__(self, policy: Policy, solutions_dir: Path, tier: Tier, limits: Limits):
         self.policy, self.tier = policy, tier.name
-        self._start = lambda: Student(solutions_dir, [], [], limits, dataclasses.replace(tier, student_id=None))
-        self.reference: Student | None = None
+        self.reference = Slot(solutions_dir, [], [], limits, dataclasses.replace(tier, student_id=None))  # started on first use
         self._device: str | None = None
 
     @property
@@ -71,14 +70,15 @@ class Speed:
         if self._device is None:
             self._device = "cpu"
             if torch.cuda.is_available():
-                self.reference = self.reference or self._start()
-                self._device = "cuda" if self.reference.call(self.reference.torch.cuda.is_available) is True else "cpu"
+                reference = self.reference.proxy(Deadline.after(60))
+                self._device = "cuda" if reference.call(reference.torch.cuda.is_available) is True else "cpu"
         return self._device
 
     @property
     def device_name(self) -> str:
         if self.device == "cuda":
-            return str(self.reference.call(self.reference.torch.cuda.get_device_name))
+            reference = self.reference.proxy(Deadline.after(60))
+            return str(reference.call(reference.torch.cuda.get_device_name))
         with open("/proc/cpuinfo") as f:
             return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
 
@@ -86,16 +86,12 @@ class Speed:
     def graded(self) -> bool:
         return self.device == "cuda" or self.policy.without_gpu == "grade"
 
-    def reference_pair(self, student: Student) -> tuple[Student, Student]:
-        if self.reference is None:
-            self.reference = self._start()
-        self.reference.deadline = student.deadline
-        return student, self.reference
+    def reference_pair(self, student: Proxy) -> tuple[Proxy, Proxy]:
+        """The student's proxy and the reference's, under the same case deadline."""
+        return student, self.reference.proxy(student.deadline)
 
     def stop(self) -> None:
-        if self.reference is not None:
-            self.reference.stop()
-            self.reference = None
+        self.reference.stop()
 
 
 @dataclass(frozen=True)
@@ -109,16 +105,8 @@ class Verdict:
     extra: dict
 
 
-class Partial(Exception):
-    """A check's verdict worth part of its points (raised so the runner sees it whatever the check returns)."""
-
-    def __init__(self, verdict: Verdict):
-        super().__init__(verdict.message)
-        self.verdict = verdict
-
-
-def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, outputs: tuple[str, ...], backward: bool = False) -> None:
-    """Time student_fn against reference_fn (Remote callables in their two workers) and raise Partial.
+def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, outputs: tuple[str, ...], backward: bool = False) -> Verdict:
+    """Time student_fn against reference_fn (Remote callables in their two workers); the verdict is the check's result.
 
     make_inputs(worker, i) builds the i-th argument list in `worker`, the same in both; no i is used
     twice, so an answer remembered from earlier inputs is never timed. `outputs` names the tensors the
@@ -158,7 +146,7 @@ def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, output
                 break
     extra = {"device": speed.device, "device_name": speed.device_name, "tier": speed.tier, "reps_per_block": reps,
              "timing_seconds": round(time.monotonic() - started, 2)}
-    raise Partial(verdict(float(np.median(ratios)), low, high, len(ratios), _memory_ratio(got, want), speed.policy, extra))
+    return verdict(float(np.median(ratios)), low, high, len(ratios), _memory_ratio(got, want), speed.policy, extra)
 
 
 class _Fresh:

@@ -9,7 +9,7 @@ import numpy as np
 from . import judge
 from .rubric import Case
 from .rounding import Rounded
-from .sandbox.host.proxy import Student
+from .sandbox.host.proxy import Proxy
 
 Hints = dict[str, Callable]  # a likely mistake -> lambda ref: the wrong answer it gives (ref.oracles computes it)
 
@@ -22,7 +22,7 @@ def case_seed(case: Case, secret: str) -> int:
 
 
 class Trial:
-    def __init__(self, case: Case, student: Student, expected, secret: str, speed=None):
+    def __init__(self, case: Case, student: Proxy, expected, secret: str, speed=None):
         self.case, self.student = case, student
         self._expected = expected.for_case(case)  # expected.Live, Recorder or Replay
         self.speed = speed  # timing.Speed: the timing policy, device and reference worker

@@ -23,7 +23,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from .rubric import Rubric, read_yaml
-from .runner import INTERNAL_ERROR, CaseResult, GradeRun, grade
+from .outcome import INTERNAL_ERROR
+from .runner import CaseResult, GradeRun, grade
+from .sandbox.host.tiers import Isolation, isolation_for
 from .submission import open_submission
 
 CATALOG = "mistakes.yaml"  # beside the solutions it edits
@@ -95,9 +97,14 @@ def write_variant(solutions: Path, file: str, old: str, new: str, folder: Path) 
     return folder
 
 
-def grade_folder(rubric: Rubric, folder: Path, component_ids: list[str] | None = None) -> GradeRun:
+def course_isolation(rubric: Rubric) -> Isolation:
+    """The strongest isolation here for grading the course's own variants, to enter once."""
+    return isolation_for(rubric.path.parent, rubric.solutions_dir)
+
+
+def grade_folder(rubric: Rubric, folder: Path, isolation: Isolation, component_ids: list[str] | None = None) -> GradeRun:
     with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
-        return grade(rubric, open_submission(folder, Path(scratch)), secret=SECRET, component_ids=component_ids)
+        return grade(rubric, open_submission(folder, Path(scratch)), secret=SECRET, isolation=isolation, component_ids=component_ids)
 
 
 def _lost(r: CaseResult) -> bool:
@@ -151,15 +158,15 @@ class Verdict:
         return [(flag, detail) for found, flag, detail in flags if found]
 
 
-def judge(rubric: Rubric, mistake: Mistake, quick: bool = False) -> Verdict:
-    """Grade solutions/ with `mistake` in, on the components of its file; `quick` leaves out the slow
-    cases of QUICK_SKIPS unless must_fail names them."""
+def judge(rubric: Rubric, mistake: Mistake, isolation: Isolation, quick: bool = False) -> Verdict:
+    """Grade solutions/ with `mistake` in, on the components of its file, under `isolation` (entered); `quick`
+    leaves out the slow cases of QUICK_SKIPS unless must_fail names them."""
     file = rubric.component(mistake.component).file
     skip = QUICK_SKIPS - mistake.must_fail if quick else frozenset()
     components = [dataclasses.replace(c, cases=[k for k in c.cases if k.check not in skip]) for c in rubric.components if c.file == file]
     with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
         folder = write_variant(rubric.solutions_dir, file, mistake.old, mistake.new, Path(scratch) / "variant")
-        return Verdict(mistake, grade_folder(dataclasses.replace(rubric, components=components), folder))
+        return Verdict(mistake, grade_folder(dataclasses.replace(rubric, components=components), folder, isolation))
 
 
 @dataclass(frozen=True)
@@ -191,15 +198,15 @@ def verify(rubric: Rubric, mistakes: list[Mistake], components: list[str] | None
     """Grade the solutions and the starter on `components` (default: all), then judge each of their known mistakes."""
     started = time.monotonic()
     ids = [rubric.component(c).id for c in components] if components else [c.id for c in rubric.components]  # unknown: RubricError
-    runs = {}
-    for name, folder in (("solutions", rubric.solutions_dir), ("starter", rubric.path.parent / "starter")):
-        runs[name] = grade_folder(rubric, folder, ids)
-        progress(f"{name}: {_points(runs[name].results)} points ({runs[name].seconds:.1f} s)")
-    verdicts = []
-    for mistake in (m for m in mistakes if m.component in ids):
-        verdicts.append(judge(rubric, mistake, quick))
-        flags = "; ".join(flag for flag, _ in verdicts[-1].problems)
-        progress(f"{mistake.component}: {mistake.name}: {flags or 'caught'} ({verdicts[-1].run.seconds:.1f} s)")
+    runs, verdicts = {}, []
+    with course_isolation(rubric) as entered:
+        for name, folder in (("solutions", rubric.solutions_dir), ("starter", rubric.path.parent / "starter")):
+            runs[name] = grade_folder(rubric, folder, entered, ids)
+            progress(f"{name}: {_points(runs[name].results)} points ({runs[name].seconds:.1f} s)")
+        for mistake in (m for m in mistakes if m.component in ids):
+            verdicts.append(judge(rubric, mistake, entered, quick))
+            flags = "; ".join(flag for flag, _ in verdicts[-1].problems)
+            progress(f"{mistake.component}: {mistake.name}: {flags or 'caught'} ({verdicts[-1].run.seconds:.1f} s)")
     return Report(runs["solutions"], runs["starter"], verdicts, time.monotonic() - started)
 
 

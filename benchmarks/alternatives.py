@@ -22,6 +22,7 @@ from pathlib import Path
 from autograder.cases import TIMING
 from autograder.rubric import Rubric, load_rubric
 from autograder.runner import CaseResult, grade
+from autograder.sandbox.host.tiers import isolation_for
 from autograder.submission import open_submission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +39,9 @@ def chosen(rubric: Rubric, components: list[str] | None, timing: bool) -> Rubric
 def gradings(rubric: Rubric, folder: Path, secrets: list[str]):
     """(secret, results, seconds) for each secret."""
     for secret in secrets:
-        with tempfile.TemporaryDirectory(prefix="autograder-alternatives-") as scratch:
-            run = grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret)
+        with tempfile.TemporaryDirectory(prefix="autograder-alternatives-") as scratch, \
+                isolation_for(rubric.path.parent, rubric.solutions_dir) as isolation:
+            run = grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret, isolation=isolation)
         yield secret, run.results, run.seconds
 
 

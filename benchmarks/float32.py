@@ -19,6 +19,7 @@ from pathlib import Path
 
 from autograder.rubric import Rubric, load_rubric
 from autograder.runner import grade
+from autograder.sandbox.host.tiers import isolation_for
 from autograder.submission import open_submission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +43,9 @@ def instances(rubric: Rubric, count: int, components: list[str] | None = None) -
 
 def failures(rubric: Rubric, folder: Path, secret: str) -> tuple[dict[str, int], dict[str, str], float]:
     """Failed instances per case name, one failure message per case, and the seconds it took."""
-    with tempfile.TemporaryDirectory(prefix="autograder-float32-") as scratch:
-        run = grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret)
+    with tempfile.TemporaryDirectory(prefix="autograder-float32-") as scratch, \
+            isolation_for(rubric.path.parent, rubric.solutions_dir) as isolation:
+        run = grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret, isolation=isolation)
     failed: dict[str, int] = {}
     example: dict[str, str] = {}
     for r in run.results:

@@ -33,9 +33,9 @@ from autograder.cases import TIMING
 from autograder.rubric import Rubric, load_rubric
 from autograder.reference import Reference
 from autograder.runner import GradeRun, grade
-from autograder.sandbox.host.process import Limits, Worker
-from autograder.sandbox.host.proxy import Student
-from autograder.sandbox.host.tiers import Tier, choose_tier, grader_files
+from autograder.sandbox.host.process import Deadline, Limits, Worker
+from autograder.sandbox.host.proxy import Slot
+from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files
 from autograder.submission import open_submission
 from autograder.timing import Policy, verdict
 
@@ -69,8 +69,8 @@ def _read(path: str) -> list[str]:
 
 
 def grade_folder(rubric: Rubric, folder: Path, tier: Tier, secret: str) -> GradeRun:
-    with tempfile.TemporaryDirectory() as scratch:
-        return grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret, tier=tier)
+    with tempfile.TemporaryDirectory() as scratch, Isolation(tier) as isolation:
+        return grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret, isolation=isolation)
 
 
 def restricted(rubric: Rubric, keep) -> Rubric:
@@ -114,21 +114,22 @@ def worker_startup(tier: Tier, runs: int = 5) -> tuple[float, float]:
     """Median seconds to start a worker and get its hello reply, and to its first torch call (which imports torch)."""
     hello, first_torch = [], []
     for _ in range(runs):
-        student = Student(SOLUTIONS, [], [], Limits(), tier)
+        slot = Slot(SOLUTIONS, [], [], Limits(), tier)
         try:
             started = time.perf_counter()
-            student.start()
+            slot.start()
             hello.append(time.perf_counter() - started)
-            student.torch.get_num_threads()
+            slot.proxy(Deadline.after(60)).torch.get_num_threads()
             first_torch.append(time.perf_counter() - started)
         finally:
-            student.stop()
+            slot.stop()
     return median(hello), median(first_torch)
 
 
 def call_overhead(tier: Tier, calls: int = 200) -> float:
     """Median seconds of a request that does nearly nothing in the worker: the price of one round trip."""
-    student = Student(SOLUTIONS, [], [], Limits(), tier)
+    slot = Slot(SOLUTIONS, [], [], Limits(), tier)
+    student = slot.proxy(Deadline.after(600))
     try:
         student.math.sqrt(4.0)  # the first request imports math; not a round trip's price
         seconds = []
@@ -137,7 +138,7 @@ def call_overhead(tier: Tier, calls: int = 200) -> float:
             student.math.sqrt(4.0)
             seconds.append(time.perf_counter() - started)
     finally:
-        student.stop()
+        slot.stop()
     return median(seconds)
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from autograder.rubric import load_rubric
 from autograder.runner import GradeRun, grade
+from autograder.sandbox.host.tiers import Isolation, isolation_for
 from autograder.submission import open_submission
 from autograder.verify import judge, load_mistakes, write_variant
 
@@ -27,9 +28,15 @@ def quick_rubric(rubric):
     return dataclasses.replace(rubric, components=components)
 
 
-def grade_folder(rubric, folder: Path, tmp_path: Path, **kwargs) -> GradeRun:
+def isolation(rubric, tier=None) -> Isolation:
+    """What a grading in a test runs under: `tier`, or the strongest one here for the rubric's files (to enter)."""
+    return Isolation(tier) if tier else isolation_for(rubric.path.parent, rubric.solutions_dir)
+
+
+def grade_folder(rubric, folder: Path, tmp_path: Path, tier=None, **kwargs) -> GradeRun:
     submission = open_submission(folder, tmp_path / "graded-copy")
-    return grade(rubric, submission, secret="tests", **kwargs)
+    with isolation(rubric, tier) as entered:
+        return grade(rubric, submission, secret="tests", isolation=entered, **kwargs)
 
 
 def solutions_with(tmp_path: Path, file: str, old: str, new: str) -> Path:
@@ -47,7 +54,8 @@ def assert_caught_in_component_only(rubric, mistake):
     """Grade solutions/ with one known mistake in: `autograder verify` must find it caught in its component, in
     at least its must_fail checks and with its feedback, and losing no points elsewhere beyond its `also`.
     As `verify --quick`, the training case runs only where must_fail names it."""
-    assert judge(rubric, mistake, quick=True).problems == []
+    with isolation(rubric) as entered:
+        assert judge(rubric, mistake, entered, quick=True).problems == []
 
 
 def scores_by_component(run: GradeRun) -> dict[str, tuple[float, float]]:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
+from conftest import ROOT, SOLUTIONS, grade_folder, isolation, solutions_with
 
 import bundle_probe
 from autograder.cases import TIMING
@@ -324,7 +324,8 @@ def test_replayed_cases_say_what_the_grader_says(bundle, rubric, tmp_path, file,
     ids = [c.id for c in rubric.components if c.file == file]
     live = grade_folder(without_training(rubric), variant, tmp_path / "live", component_ids=ids, visible_only=True)
     released = without_training(load_rubric(bundle / "grading.yaml"))
-    replayed = grade(released, open_submission(variant, tmp_path / "replayed"), secret="local", component_ids=ids)
+    with isolation(released) as entered:
+        replayed = grade(released, open_submission(variant, tmp_path / "replayed"), secret="local", isolation=entered, component_ids=ids)
     want = {r.case.name: (r.passed, r.output) for r in live.results if r.case.check not in TIMING}
     got = {r.case.name: (r.passed, r.output) for r in replayed.results if r.case.name in want}
     assert not all(passed for passed, _ in want.values())  # the mistake shows in the visible cases
@@ -413,7 +414,8 @@ def recorded_solution_calls(rubric, tmp_path, per_function: int = 2) -> list:
                                                                                     and k.check != "transformer.training"])
                                                     for c in rubric.components])
     try:
-        grade(quick, open_submission(SOLUTIONS, tmp_path / "recording"), secret="probe", expected=Live(reference))
+        with isolation(quick) as entered:
+            grade(quick, open_submission(SOLUTIONS, tmp_path / "recording"), secret="probe", isolation=entered, expected=Live(reference))
     finally:
         for owner, attr, fn in originals:
             setattr(owner, attr, fn)

@@ -70,7 +70,7 @@ def test_check_exits_1_when_a_case_fails_and_2_when_it_cannot_run():
     failing = autograder("check", "ngram", "--dir", str(ROOT / "starter"))
     assert failing.returncode == 1 and "ngram: 0 /" in failing.stdout, failing.stdout + failing.stderr
     unknown = autograder("check", "no_such_component", "--dir", str(ROOT / "starter"))
-    assert unknown.returncode == 2 and "no_such_component" in unknown.stdout, unknown.stdout + unknown.stderr
+    assert unknown.returncode == 2 and "no_such_component" in unknown.stderr, unknown.stdout + unknown.stderr
 
 
 def test_check_shows_what_the_code_printed_under_its_case(tmp_path, rubric):

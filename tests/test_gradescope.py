@@ -17,6 +17,7 @@ from conftest import ROOT, SOLUTIONS
 
 from autograder.cases import TIMING
 from autograder.report import results_json
+from autograder.outcome import PASSED
 from autograder.runner import CaseResult, GradeRun
 
 SCRIPTS = ("setup.sh", "run_autograder")
@@ -71,7 +72,7 @@ def results_of(root: Path) -> dict:
 
 def test_results_keep_to_gradescopes_keys_and_tag_timing_cases(rubric):
     """Every case of the rubric, as report.py writes it: the total's maximum sits in extra_data, timing cases carry `timing`."""
-    run = GradeRun(results=[CaseResult(case, True, "Passed.") for component in rubric.components for case in component.cases])
+    run = GradeRun(results=[CaseResult(case, PASSED) for component in rubric.components for case in component.cases])
     data = results_json(run)
     jsonschema.validate(data, RESULTS_SCHEMA)
     assert data["extra_data"]["max_score"] == sum(c.points for comp in rubric.components for c in comp.cases) > 0

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, SOLUTIONS
+from conftest import ROOT, SOLUTIONS, isolation
 
 from autograder.rubric import load_rubric
 from autograder.release.notebooks import Handout, render_notebook
@@ -82,7 +82,7 @@ def test_misnamed_file_is_reported_with_the_rename_and_not_graded(tmp_path, name
 
 def test_every_case_of_a_misnamed_component_says_which_rename_to_make(rubric, tmp_path):
     folder = folder_with(tmp_path, {"NGram.py": (SOLUTIONS / "ngram.py").read_bytes(), "rnn.py": (SOLUTIONS / "rnn.py").read_bytes()})
-    run = grade(rubric, open_submission(folder, tmp_path / "out"), secret="t", component_ids=["ngram"])
+    run = graded_ngram(rubric, open_submission(folder, tmp_path / "out"))
     assert run.results and {r.output for r in run.results} == {
         "Not graded: ngram.py is not in the submission, but NGram.py looks like it: rename `NGram.py` to `ngram.py`, and submit "
         "again (files are graded only under their expected names)."}
@@ -131,7 +131,7 @@ def test_when_both_are_worked_on_the_py_wins_and_its_failures_say_so(rubric, tmp
     assert (sub.dir / "ngram.py").read_text() == started
     assert lines(sub) == ["ngram.ipynb: ignored: ngram.py is graded instead: both are worked on, and a .py wins over a notebook",
                           "ngram.py: graded"]
-    run = grade(rubric, sub, secret="t", component_ids=["ngram"])
+    run = graded_ngram(rubric, sub)
     failed = [r.output for r in run.results if not r.passed]
     assert failed and all(out.endswith("Graded ngram.py, not ngram.ipynb: both are worked on, and a .py wins over a notebook.")
                           for out in failed)
@@ -160,7 +160,7 @@ def test_zip_of_the_working_folder_grades_the_nested_notebook(rubric, tmp_path):
             "them are looked for in every folder)") in account
     assert "work/notebooks/.ipynb_checkpoints/ (1 file): ignored: hidden files or macOS metadata" in account
     assert "__MACOSX/ (1 file): ignored: hidden files or macOS metadata" in account
-    run = grade(rubric, sub, secret="t", component_ids=["ngram"])
+    run = graded_ngram(rubric, sub)
     assert run.results and all(r.passed for r in run.results), [r.output for r in run.results if not r.passed]
 
 
@@ -168,7 +168,7 @@ def test_every_case_of_a_file_too_large_says_so(rubric, tmp_path):
     folder = folder_with(tmp_path, {"ngram.py": b"#" * (50 << 20), "rnn.py": (SOLUTIONS / "rnn.py").read_bytes()})
     sub = open_submission(folder, tmp_path / "out")
     assert "ngram.py: skipped: ngram.py is 50.0 MiB, more than the 1024 KiB the grader reads" in lines(sub)
-    run = grade(rubric, sub, secret="t", component_ids=["ngram"])
+    run = graded_ngram(rubric, sub)
     assert run.results and {r.output for r in run.results} == {"Not graded: ngram.py is 50.0 MiB, more than the 1024 KiB the grader reads."}
 
 
@@ -211,3 +211,8 @@ def test_untouched_starter_is_told_from_work():
     assert not any(untouched_starter(p.read_bytes()) for p in SOLUTIONS.glob("*.py"))
     assert not untouched_starter(b"def f():\n    return 1\n") and not untouched_starter(b"X = 1\n")
     assert not untouched_starter(b"def f(:\n")
+
+
+def graded_ngram(rubric, submission):
+    with isolation(rubric) as entered:
+        return grade(rubric, submission, secret="t", isolation=entered, component_ids=["ngram"])

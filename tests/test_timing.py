@@ -26,8 +26,8 @@ from autograder.judge import CaseFailed
 from autograder.report import results_json
 from autograder.sandbox.host import reaper
 from autograder.sandbox.worker import worker
-from autograder.sandbox.host.process import Limits
-from autograder.sandbox.host.proxy import Student
+from autograder.sandbox.host.process import Deadline, Limits
+from autograder.sandbox.host.proxy import Slot
 from autograder.timing import ROUNDINGS, Policy, _same_checksums, bootstrap_interval, verdict
 
 SDPA_SPEED = "speed: scaled_dot_product_attention against the reference"
@@ -474,7 +474,8 @@ def test_the_student_is_held_still_while_the_reference_is_timed(tmp_path):
     the worker answers again. (On this 2-core machine, helpers that burn the cores only while the reference runs
     moved a 6x student's ratio by 1.5 at most, too little for a ratio-based test to tell apart from noise.)"""
     mark = f"left-running-{uuid.uuid4().hex}"
-    student = Student(SOLUTIONS, [], [], Limits(), tier())
+    slot = Slot(SOLUTIONS, [], [], Limits(), tier())
+    student = slot.proxy(Deadline.after(60))
     try:
         student.call(student.subprocess.Popen, [sys.executable, "-c", f"import time; time.sleep(600)  # {mark}"], keep=True)
         deadline = time.monotonic() + 10
@@ -483,11 +484,11 @@ def test_the_student_is_held_still_while_the_reference_is_timed(tmp_path):
         assert processes_with(mark)
         with student.held_still():
             assert processes_with(mark) == []
-            states = [reaper._state(pid) for pid in processes_with(str(student.worker.scratch)) if "bwrap" not in _cmdline(pid)]
+            states = [reaper._state(pid) for pid in processes_with(str(slot.worker.scratch)) if "bwrap" not in _cmdline(pid)]
             assert states == ["T"], states
         assert student.math.sqrt(4.0) == 2.0
     finally:
-        student.stop()
+        slot.stop()
 
 
 def _cmdline(pid: int) -> str:

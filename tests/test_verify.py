@@ -1,6 +1,6 @@
 """`autograder verify`: the reference earns every point, the starter none, and every known mistake is caught where it belongs."""
 import yaml
-from conftest import MISTAKES
+from conftest import MISTAKES, isolation
 from test_cli import autograder
 
 from autograder.verify import judge, load_mistakes
@@ -53,5 +53,6 @@ def test_a_mistake_that_costs_points_in_another_component_is_reported(rubric, tm
     (mistake,) = load_mistakes(rubric, catalog(tmp_path, {
         "name": "triu declared as attention", "component": "attention", "old": CAUSAL, "new": CAUSAL.replace(".tril()", ".triu()"),
         "must_fail": ["attention.speed"], "feedback": "triu"}))
-    problems = dict(judge(rubric, mistake).problems)
+    with isolation(rubric) as entered:
+        problems = dict(judge(rubric, mistake, entered).problems)
     assert "[causal_mask] causal_mask(2)" in problems["cost points outside its component"]

@@ -76,7 +76,7 @@ def attention_speed(t, which: str = "sdpa", cpu: list[int] = [4, 4, 128, 32], gp
     else:
         what, name = f"multi_head_self_attention, causal, on x {(B, T, h * dk)} with {h} heads", "multi_head_self_attention"
     student, reference = t.speed.reference_pair(t.student)
-    compare_speed(t, what, getattr(student.attention, name), getattr(reference.attention, name),
+    return compare_speed(t, what, getattr(student.attention, name), getattr(reference.attention, name),
                   _placed(t, attention_inputs, which, B, h, T, dk), outputs=("output",))
 
 
@@ -85,7 +85,7 @@ def lstm_speed(t, cpu: list[int] = [8, 64, 32, 64], gpu: list[int] = [64, 256, 2
     """lstm_forward(x, h0, c0, W_ih, W_hh, b) with (B, T, I, H) from the device's shape."""
     B, T, I, H = _shape(t, cpu, gpu)
     student, reference = t.speed.reference_pair(t.student)
-    compare_speed(t, f"lstm_forward with (B, T, I, H) = {(B, T, I, H)}", student.lstm.lstm_forward, reference.lstm.lstm_forward,
+    return compare_speed(t, f"lstm_forward with (B, T, I, H) = {(B, T, I, H)}", student.lstm.lstm_forward, reference.lstm.lstm_forward,
                   _placed(t, lstm_inputs, B, T, I, H), outputs=LSTM_OUTPUTS)
 
 
@@ -103,7 +103,7 @@ def transformer_speed(t, cpu: list[int] = [8, 64, 256, 64, 2, 4], gpu: list[int]
         models[w] = w.call(w.transformer.TransformerLM, keep=True, **config)
         models[w].to(t.speed.device, keep=True)
         models[w].load_state_dict(weights, keep=True)  # keep: its return value is no plain data
-    compare_speed(t, f"TransformerLM forward and backward on ids {tuple(shape[:2])}, {config}", models[student], models[reference],
+    return compare_speed(t, f"TransformerLM forward and backward on ids {tuple(shape[:2])}, {config}", models[student], models[reference],
                   _placed(t, transformer_inputs, *shape), backward=True, outputs=transformer_outputs(weights))
 
 

@@ -21,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ...outcome import Ended
 from . import reaper
 from ..worker import wire
 from .tiers import Tier
@@ -45,8 +46,25 @@ class Limits:
     reply_bytes: int = 256 << 20
 
 
-class WorkerFailure(Exception):
+@dataclass(frozen=True)
+class Deadline:
+    """A case's time limit, carried by every request made for the case."""
+
+    seconds: float
+    at: float  # time.monotonic()
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(seconds, time.monotonic() + seconds)
+
+
+class WorkerFailure(Ended):
     """The call produced no usable answer; the worker must be replaced."""
+
+    kind = "crashed"
+
+    def describe(self) -> str:
+        return f"Your code crashed the process running it: {self}."
 
 
 class WorkerDied(WorkerFailure):
@@ -54,19 +72,36 @@ class WorkerDied(WorkerFailure):
 
 
 class CallTimeout(WorkerFailure):
-    pass
+    kind = "timeout"
+
+    def __init__(self, seconds: float):
+        super().__init__(f"did not finish within {seconds:g} s")
+        self.seconds = seconds
+
+    def describe(self) -> str:
+        return f"Timed out: the case did not finish within {self.seconds:g} s (an infinite loop, or far too slow)."
 
 
 class BadReply(WorkerFailure):
-    pass
+    kind = "bad_reply"
+
+    def describe(self) -> str:
+        return f"Your code sent back something the grader cannot accept: {self}."
 
 
-class StudentRaised(Exception):
+class StudentRaised(Ended):
     """Student code raised; the worker itself is fine."""
 
     def __init__(self, type_name: str, message: str, frames: list[str]):
         super().__init__(f"{type_name}: {message}")
         self.type_name, self.message, self.frames = type_name, message, frames
+        self.kind = "not_implemented" if type_name == "NotImplementedError" else "raised"
+
+    def describe(self) -> str:
+        if self.kind == "not_implemented":
+            return f"Not implemented yet ({self.message or 'NotImplementedError'})."
+        where = "".join(f"\n  at {frame}" for frame in self.frames)
+        return f"Your code raised {self.type_name}: {self.message}{where}"
 
 
 class Worker:
@@ -112,20 +147,20 @@ class Worker:
         }
         self.in_bwrap = tier.bwrap is not None
         try:
-            ready, _ = self.exchange(hello, [], time.monotonic() + STARTUP_SECONDS)
+            ready, _ = self.exchange(hello, [], Deadline.after(STARTUP_SECONDS))
         except WorkerFailure:  # nobody else holds this worker yet: its pipes and process end here
             self.close()
             raise
         self.held = ready.get("held", {})  # sent before any student code ran, so it can be believed
 
-    def exchange(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
+    def exchange(self, header: dict, blobs: list[bytes], deadline: Deadline) -> tuple[dict, list[bytes]]:
         try:
-            wire.write_frame(self.request_fd, header, blobs, deadline)
-            reply, reply_blobs = wire.read_frame(self.reply_fd, deadline, self.limits.reply_bytes)
+            wire.write_frame(self.request_fd, header, blobs, deadline.at)
+            reply, reply_blobs = wire.read_frame(self.reply_fd, deadline.at, self.limits.reply_bytes)
         except (wire.WireClosed, BrokenPipeError):
             raise WorkerDied(self.death_notice()) from None
         except wire.WireTimeout:
-            raise CallTimeout("did not finish within the time limit") from None
+            raise CallTimeout(deadline.seconds) from None
         except wire.WireError as exc:
             raise BadReply(f"the worker sent a malformed reply ({exc})") from None
         return reply, reply_blobs

@@ -10,17 +10,22 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from pathlib import Path
 
+from ...outcome import Ended
 from . import reaper
 from ..worker import wire
-from .process import BadReply, Limits, StudentRaised, Worker, WorkerFailure
+from .process import BadReply, Deadline, Limits, StudentRaised, Worker, WorkerFailure
 from .tiers import Tier
 
 
-class ForbiddenUsed(Exception):
+class ForbiddenUsed(Ended):
     """The submission used something its component forbids."""
+
+    kind = "forbidden"
+
+    def describe(self) -> str:
+        return f"Uses what this component forbids: {self}."
 
 
 class Printed:
@@ -45,7 +50,7 @@ class Remote:
 
     __slots__ = ("_student", "_expr")
 
-    def __init__(self, student: Student, expr: wire.Expr):
+    def __init__(self, student: Proxy, expr: wire.Expr):
         self._student, self._expr = student, expr
 
     def __getattr__(self, name: str) -> Remote:
@@ -60,16 +65,54 @@ class Remote:
         return f"<remote {self._expr.describe()}>"
 
 
-class Student:
-    """The submission, reached through a worker that is replaced when it fails."""
+class Slot:
+    """One worker at a time for a submission (or for the reference's solutions): started on first use, replaced
+    after it fails. Checks reach it through a Proxy, one per case."""
 
     def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier):
         self.submission_dir, self.limits, self.tier = submission_dir, limits, tier
         self.forbidden_modules, self.forbidden_calls = forbidden_modules, forbidden_calls
         self.worker: Worker | None = None
         self.held: dict = {}  # what the last worker reported of its walls before student code ran
-        self.deadline: float | None = None  # set per case by the runner
-        self.printed = Printed()  # replaced per case by the runner, which reads it when the case ends
+
+    def proxy(self, deadline: Deadline) -> Proxy:
+        return Proxy(self, deadline)
+
+    def start(self) -> None:
+        if self.worker is None:
+            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier)
+            self.held = self.worker.held
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    def exchange(self, header: dict, blobs: list[bytes], deadline: Deadline) -> tuple[dict, list[bytes]]:
+        self.start()
+        try:
+            return self.worker.exchange(header, blobs, deadline)
+        except WorkerFailure:
+            self.stop()
+            raise
+
+    @contextlib.contextmanager
+    def held_still(self):
+        """While the reference is timed: the student's worker stopped, whatever it left running killed."""
+        self.start()
+        pid = reaper.still(self.worker.proc.pid, 2 if self.worker.in_bwrap else 0)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
+class Proxy:
+    """The submission as one case reaches it: every request runs under the case's deadline, and what its code
+    prints is collected in `printed`."""
+
+    def __init__(self, slot: Slot, deadline: Deadline):
+        self._slot, self.deadline, self.printed = slot, deadline, Printed()
 
     def __getattr__(self, module: str) -> Remote:
         if module.startswith("_"):
@@ -94,15 +137,9 @@ class Student:
         """Timing: fn on each argument list, outputs reduced to checksums in the worker: {"checksums", "peak_bytes"}."""
         return self._request("repeat", [fn._expr, calls, backward], False)
 
-    @contextlib.contextmanager
     def held_still(self):
-        """While the reference is timed: the student's worker stopped, whatever it left running killed."""
-        self.start()
-        pid = reaper.still(self.worker.proc.pid, 2 if self.worker.in_bwrap else 0)
-        try:
-            yield
-        finally:
-            os.kill(pid, signal.SIGCONT)
+        """While the reference is timed: this worker stopped, whatever it left running killed."""
+        return self._slot.held_still()
 
     def drop(self, objects: list) -> None:
         """Let the worker free kept objects (Remote handles) the checks are done with."""
@@ -124,29 +161,10 @@ class Student:
         """Record what student code passes to the function at `dotted`; read it back from `.calls`."""
         return self.put(wire.Make("spy", dotted))
 
-    # ---- worker lifecycle ----------------------------------------------------
-
-    def start(self) -> None:
-        if self.worker is None:
-            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier)
-            self.held = self.worker.held
-
-    def stop(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
-
     def _request(self, op: str, args: list, keep: bool):
-        self.start()
         blobs: list[bytes] = []
         header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep}
-        deadline = self.deadline if self.deadline is not None else time.monotonic() + 60
-        try:
-            reply, reply_blobs = self.worker.exchange(header, blobs, deadline)
-            result = self._unpack(reply, reply_blobs)
-        except WorkerFailure:
-            self.stop()
-            raise
+        result = self._unpack(*self._slot.exchange(header, blobs, self.deadline))
         if isinstance(result, wire.Handle):
             return Remote(self, wire.Expr(result))
         return result

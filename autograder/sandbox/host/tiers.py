@@ -30,6 +30,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import reaper
+
 ORDER = ("same-user", "bubblewrap", "root")  # weakest first
 GUARANTEES = {
     "root": "a uid of its own, no network, grader files unreadable",
@@ -185,7 +187,33 @@ def hide(paths: tuple[Path, ...]) -> None:
 def grader_files(rubric_dir: Path, solutions_dir: Path | None, extra: list[Path]) -> list[Path]:
     """What students must not read: the rubric's folder entry by entry (but for the Python that runs
     the worker, which may live there as .venv), solutions/, the grader's own package, and `extra`."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]  # autograder/
     python = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
     inside = [p for p in rubric_dir.resolve().iterdir() if not any(py.is_relative_to(p) for py in python)]
     return [*inside, *([solutions_dir] if solutions_dir else []), package, *extra]
+
+
+class Isolation:
+    """A tier put in force for this process, once (the command line enters it; so do tests and benchmarks):
+    the grader becomes undumpable and a subreaper and, at the root tier, its files are hidden from students.
+    Grading under it changes nothing process-wide; leaving it kills what students left running."""
+
+    def __init__(self, tier: Tier):
+        self.tier, self.notes = tier, list(tier.notes)
+
+    def __enter__(self) -> Isolation:
+        self.notes += reaper.harden_parent()
+        if self.tier.name == "root":
+            hide(self.tier.hidden)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        reaper.sweep(self.tier.student_id)
+
+    def record(self) -> dict:
+        return {**self.tier.record(), "notes": list(self.notes)}
+
+
+def isolation_for(rubric_dir: Path, solutions_dir: Path | None, extra: list[Path] = (), require: str = "same-user") -> Isolation:
+    """The strongest isolation here (at least `require`) for grading with this rubric: not yet entered."""
+    return Isolation(choose_tier(grader_files(rubric_dir, solutions_dir, list(extra)), require))
