@@ -43,9 +43,9 @@ def test_a_bad_catalog_is_refused_naming_each_entry(tmp_path):
                   {**entry, "name": "an unknown component", "component": "backprob", "old": "b", "must_fail": ["backprop.linear"]})
     proc = autograder("verify", "--mistakes", str(bad))
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "entry 1 ('a typo in the anchor'): old: occurs 0 times in backprop.py" in proc.stdout
-    assert "entry 2 ('an unknown check'): must_fail: no case of backprop grades 'backprop.lineal'" in proc.stdout
-    assert "entry 3 ('an unknown component'): component: unknown component 'backprob'" in proc.stdout
+    assert "entry 1 ('a typo in the anchor'): old: occurs 0 times in backprop.py" in proc.stderr
+    assert "entry 2 ('an unknown check'): must_fail: no case of backprop grades 'backprop.lineal'" in proc.stderr
+    assert "entry 3 ('an unknown component'): component: unknown component 'backprob'" in proc.stderr
 
 
 def test_a_mistake_that_costs_points_in_another_component_is_reported(rubric, tmp_path):
