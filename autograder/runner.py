@@ -7,9 +7,11 @@ one Outcome (outcome.py): a case passes only when its check returned normally.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from .cases import BUILDS_ON, CHECKS, SUBJECTS, TIMING
@@ -21,7 +23,7 @@ from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
 from .sandbox.host.process import Deadline, Limits
 from .sandbox.host.proxy import Slot
-from .sandbox.host.tiers import Isolation
+from .sandbox.host.tiers import Isolation, Tier
 from .submission import Submission
 from .timing import Speed, Verdict
 from .trial import Trial
@@ -101,51 +103,94 @@ def grade(
 ) -> GradeRun:
     """Grade `submission` under `isolation` (entered); every student process is dead when this returns.
     Expected values come from the reference modules, or from the rubric's recording in a student bundle
-    (`expected`: an expected.Recorder records them while grading the reference)."""
+    (`expected`: an expected.Recorder records them while grading the reference).
+
+    While one component is graded, the next one's worker starts (and imports torch) on the other core, as
+    the other student uid at the root tier, so that sweeping what one component left running by uid never
+    kills the next one's worker. It is ready before any timing case runs, so it loads nothing timed."""
     started = time.monotonic()
-    tier = isolation.tier
     run = GradeRun(isolation={**isolation.record(), "held": {}}, rubric=rubric.record)
     if expected is None:
         expected = Replay(rubric.expected) if rubric.expected else Live(Reference(rubric.solutions_dir))
     components = [rubric.component(c) for c in component_ids] if component_ids else rubric.components
+    tiers = (isolation.tier, isolation.tier.alternate())
+    plans = [_plan(c, [k for k in c.cases if k.visible or not visible_only], submission, rubric, tiers[i % 2])
+             for i, c in enumerate(components)]
+    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="worker-ahead")
+    starting = None  # the start of the next plan's worker, on the other core
     try:
-        for component in components:
-            cases = [c for c in component.cases if c.visible or not visible_only]
-            run.hidden_not_run += len(component.cases) - len(cases) + component.not_here
-            caveat = submission.caveats.get(component.file)  # work of the student's that was not graded
-            for result in _grade_component(component, cases, submission, expected, secret, rubric, tier, run.isolation["held"]):
+        for i, plan in enumerate(plans):
+            if starting:
+                starting.result()  # never two starts of one worker at once
+            upcoming = next((p.slot for p in plans[i + 1:] if p.slot), None)
+            starting = ahead.submit(_start_quietly, upcoming) if upcoming else None
+            run.hidden_not_run += len(plan.component.cases) - len(plan.cases) + plan.component.not_here
+            caveat = submission.caveats.get(plan.component.file)  # work of the student's that was not graded
+            settle = starting.result if starting else (lambda: None)
+            for result in _grade_component(plan, expected, secret, rubric, run.isolation["held"], settle):
                 if caveat and not result.passed:
                     result = result.with_outcome(message=f"{result.output} {caveat}")
                 run.results.append(result)
                 on_result(result)
     finally:
-        reaper.sweep(tier.student_id)
+        ahead.shutdown(wait=True)
+        for plan in plans:
+            if plan.slot:
+                plan.slot.stop()
+        for tier in tiers:
+            reaper.sweep(tier.student_id)
     run.seconds = time.monotonic() - started
     return run
 
 
-def _grade_component(component: Component, cases: list[Case], submission: Submission, expected, secret: str, rubric: Rubric,
-                     tier, held: dict):
+@dataclass(frozen=True)
+class _Plan:
+    """A component to grade: its cases, and either the worker slot to grade them in or why none is needed."""
+
+    component: Component
+    cases: list[Case]
+    tier: Tier
+    slot: Slot | None = None
+    early: Outcome | None = None  # every case's outcome, when nothing of the student's can run
+    named: list = field(default_factory=list)  # forbidden names in the component's files, run or not
+
+
+def _plan(component: Component, cases: list[Case], submission: Submission, rubric: Rubric, tier: Tier) -> _Plan:
     if component.file not in submission.files:
         message = submission.problems.get(component.file, f"Not submitted: {component.file} was not found in the submission.")
-        yield from (CaseResult(case, Outcome("not_submitted", message)) for case in cases)
-        return
+        return _Plan(component, cases, tier, early=Outcome("not_submitted", message))
     tampering = scan_submission(submission.dir, component.file)
     if tampering:
         message = f"{component.file} (with the files it imports) was refused before any of it ran: " + "; ".join(tampering) + "."
-        yield from (CaseResult(case, Outcome("refused", message)) for case in cases)
-        return
+        return _Plan(component, cases, tier, early=Outcome("refused", message))
     named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
     limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
-    student = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier)
-    speed = Speed(rubric.timing, rubric.solutions_dir, tier, limits)
+    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier)
+    return _Plan(component, cases, tier, slot, named=named)
+
+
+def _start_quietly(slot: Slot) -> None:
+    """Start a worker ahead of its cases; one that fails to start is started again by its first case, which says why."""
+    with contextlib.suppress(Ended):
+        slot.start()
+
+
+def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict, settle: Callable[[], None]):
+    if plan.early:
+        yield from (CaseResult(case, plan.early) for case in plan.cases)
+        return
+    speed = Speed(rubric.timing, rubric.solutions_dir, plan.tier, plan.slot.limits)
+    results = []
     try:
-        results = [run_case(case, student, expected, secret, speed) for case in cases]
+        for case in plan.cases:
+            if case.check in TIMING:
+                settle()  # the next worker's start, on the other core, must not load the machine while timed
+            results.append(run_case(case, plan.slot, expected, secret, speed))
     finally:
-        student.stop()
+        plan.slot.stop()
         speed.stop()
-        reaper.sweep(tier.student_id)  # what the student left running dies before the next component starts
-    held.update(student.held)
+        reaper.sweep(plan.tier.student_id)  # what the student left running dies before the next component starts
+    held.update(plan.slot.held)
     # One use of a forbidden built-in fails the whole component, also the cases that ran before it
     # and those a restarted worker (which starts with a clean record) would otherwise pass. A forbidden
     # name that no case reached costs nothing; course staff review it (report.py tells the student).
@@ -153,7 +198,7 @@ def _grade_component(component: Component, cases: list[Case], submission: Submis
     if used:
         yield from (replace(r, outcome=replace(used, extra=r.extra)) for r in results)
         return
-    review = {"review": {"file": component.file, "forbidden_names": named}} if named else {}
+    review = {"review": {"file": plan.component.file, "forbidden_names": plan.named}} if plan.named else {}
     yield from (r.with_outcome(extra={**r.extra, **review}) for r in _causes_first(results))
 
 

@@ -33,6 +33,7 @@ WORKER_FILES = ("worker.py", "guard.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
 # Fixed malloc thresholds: glibc otherwise moves them with each process's history, so two workers
 # running the same code could differ 2x in page faults (measured on attention's 8 MB score matrices).
+PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a worker started ahead of its cases pays it early
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
 
 
@@ -104,6 +105,12 @@ class StudentRaised(Ended):
         return f"Your code raised {self.type_name}: {self.message}{where}"
 
 
+def preloaded(forbidden_modules: list[str]) -> list[str]:
+    """What a worker imports before student code, so that no case pays for it: PRELOAD, less any module a
+    forbidden one is, holds or sits in (a module already loaded would be handed out without the import guard)."""
+    return [m for m in PRELOAD if not any(f == m or f.startswith(m + ".") or m.startswith(f + ".") for f in forbidden_modules)]
+
+
 class Worker:
     """One running worker process holding one submission."""
 
@@ -121,17 +128,18 @@ class Worker:
         self.reply_fd, reply_write = os.pipe()
         os.set_blocking(self.request_fd, False)  # requests are written under the call's deadline
         argv = [sys.executable, "-I", str(runtime / "worker.py"), str(request_read), str(reply_write)]
-        self.proc = subprocess.Popen(
-            tier.command(argv, self.scratch, workdir),
-            cwd=workdir,
-            env={"HOME": str(workdir), "OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "GLIBC_TUNABLES": MALLOC_TUNABLES},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            pass_fds=(request_read, reply_write),
-            start_new_session=True,
-        )
-        reaper.worker_started(self.proc.pid)
+        with reaper.starting_worker():
+            self.proc = subprocess.Popen(
+                tier.command(argv, self.scratch, workdir),
+                cwd=workdir,
+                env={"HOME": str(workdir), "OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "GLIBC_TUNABLES": MALLOC_TUNABLES},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(request_read, reply_write),
+                start_new_session=True,
+            )
+            reaper.worker_started(self.proc.pid)
         os.close(request_read)
         os.close(reply_write)
         # In a PID namespace the grader's pids mean nothing, and the grader cannot be seen anyway.
@@ -140,6 +148,7 @@ class Worker:
             "limits": asdict(limits),
             "forbidden_modules": forbidden_modules,
             "forbidden_calls": forbidden_calls,
+            "preload": preloaded(forbidden_modules),
             "student_id": tier.student_id,
             "in_network_namespace": tier.bwrap is not None,
             "protected_pids": pids,

@@ -10,9 +10,11 @@ the sweep also kills whatever still runs as that uid.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
+import threading
 import time
 
 PR_SET_DUMPABLE = 4
@@ -21,6 +23,7 @@ SWEEP_SECONDS = 10.0
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _live_workers: set[int] = set()  # pids of workers still in use: the sweep leaves them alone
+_starting = threading.Lock()  # a worker's fork and its registration are one step to the sweep (workers start on a thread)
 
 
 def harden_parent() -> list[str]:
@@ -31,6 +34,13 @@ def harden_parent() -> list[str]:
         if _libc.prctl(option, value, 0, 0, 0) != 0:
             missing.append(f"could not make the grader {what}: {os.strerror(ctypes.get_errno())}")
     return missing
+
+
+@contextlib.contextmanager
+def starting_worker():
+    """Hold while a worker is forked and registered (worker_started), so that no sweep takes it for a stray."""
+    with _starting:
+        yield
 
 
 def worker_started(pid: int) -> None:
@@ -46,7 +56,8 @@ def sweep(student_uid: int | None = None) -> None:
     process of `student_uid`, until none is left (a fork storm respawns while it is killed)."""
     deadline = time.monotonic() + SWEEP_SECONDS
     while time.monotonic() < deadline:
-        strays = [pid for pid in _children() if pid not in _live_workers]
+        with _starting:
+            strays = [pid for pid in _children() if pid not in _live_workers]
         owned = student_uid is not None and _kill_uid(student_uid)
         for pid in strays:
             _kill_and_reap(pid)

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import reaper
@@ -41,6 +41,7 @@ GUARANTEES = {
 # Ids no account or other grader uses: each grader process gets its own, so one
 # grader's sweep (kill every process of the uid) never touches another's workers.
 STUDENT_ID_BASE = 1 << 30
+SECOND_STUDENT = 1 << 22  # above any pid (pid_max is at most 2^22): a grader's second uid is no other grader's first
 
 
 class TierUnavailable(Exception):
@@ -55,6 +56,11 @@ class Tier:
     hidden: tuple[Path, ...] = ()  # what the worker must not read
     bwrap: str | None = None  # bubblewrap tier, and the root tier where bwrap is installed
     python_paths: tuple[Path, ...] = field(default=(), repr=False)  # read-only binds for bwrap
+
+    def alternate(self) -> Tier:
+        """This tier with the grader's second student uid (root tier): one component's worker can then start while
+        what the previous component left running is killed by uid."""
+        return self if self.student_id is None else replace(self, student_id=self.student_id + SECOND_STUDENT)
 
     @property
     def guarantees(self) -> str:
