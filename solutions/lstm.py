@@ -114,7 +114,7 @@ def lstm_forward(
     W_hh: torch.Tensor,
     b: torch.Tensor,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """Run the LSTM over a whole sequence, one `lstm_step` per time step.
+    """Run the LSTM over a whole sequence: the cell of `lstm_step`, once per time step.
 
     x: (B, T, I) the inputs, T >= 1; h0, c0: (B, H) the initial hidden and
     cell states; W_ih, W_hh, b as in `lstm_step`.
@@ -125,10 +125,17 @@ def lstm_forward(
     Loop over time in Python; gradients must flow back through every step.
     """
     # BEGIN SOLUTION
+    # The input term x_t @ W_ih.T + b of lstm_step does not depend on h, so it is
+    # computed for every step at once, one matmul before the loop instead of T
+    # small ones in it; only h @ W_hh.T has to wait for the previous step.
+    x_proj = x @ W_ih.T + b  # (B, T, 4H)
     h, c = h0, c0  # (B, H), (B, H)
     hs = []
-    for t in range(x.shape[1]):
-        h, c = lstm_step(x[:, t], h, c, W_ih, W_hh, b)  # (B, H), (B, H)
+    for x_proj_t in x_proj.unbind(1):  # T x (B, 4H)
+        gates = x_proj_t + h @ W_hh.T  # (B, 4H), as in lstm_step
+        i, f, g, o = gates.chunk(4, dim=-1)  # 4 x (B, H), i, f, g, o as in lstm_step
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)  # (B, H)
+        h = torch.sigmoid(o) * torch.tanh(c)  # (B, H)
         hs.append(h)
     return torch.stack(hs, dim=1), (h, c)  # (B, T, H), ((B, H), (B, H))
     # END SOLUTION

@@ -109,7 +109,7 @@ def lstm_forward(
     W_hh: torch.Tensor,
     b: torch.Tensor,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """Run the LSTM over a whole sequence, one `lstm_step` per time step.
+    """Run the LSTM over a whole sequence: the cell of `lstm_step`, once per time step.
 
     x: (B, T, I) the inputs, T >= 1; h0, c0: (B, H) the initial hidden and
     cell states; W_ih, W_hh, b as in `lstm_step`.
