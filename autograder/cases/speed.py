@@ -81,7 +81,7 @@ def attention_speed(t, which: str = "sdpa", cpu: list[int] = [4, 4, 128, 32], gp
 
 
 @check("lstm.speed", timing=True)
-def lstm_speed(t, cpu: list[int] = [8, 64, 32, 64], gpu: list[int] = [64, 256, 256, 512]):
+def lstm_speed(t, cpu: list[int] = [32, 64, 128, 256], gpu: list[int] = [64, 256, 256, 512]):
     """lstm_forward(x, h0, c0, W_ih, W_hh, b) with (B, T, I, H) from the device's shape."""
     B, T, I, H = _shape(t, cpu, gpu)
     student, reference = t.speed.reference_pair(t.student)
