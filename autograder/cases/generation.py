@@ -206,7 +206,7 @@ TRAIN_SIZES = {"context_length": 32, "d_model": 32, "num_layers": 2, "num_heads"
 # - grader's weights: the correct alternatives (tests/alternatives) track the reference to < 1e-3 nats, training
 #   and held-out; logits that ignore the tokens stay at 2.98 held-out against the reference's 2.49-2.53.
 # - own initialisation: the reference ends at 2.48-2.51 held-out; fused_hoisted's initialisation (std-1
-#   embeddings) trails it by 0.06-0.13 and gpt_style's by < 0.02, well inside margin 0.4; all-zero weights stay at
+#   embeddings) trails it by 0.05-0.13 and gpt_style's by at most 0.03, well inside margin 0.4; all-zero weights stay at
 #   4.0, normal(0, 1) weights reach 3.2-3.4 and normal(0, 3) 10+, so they fail; normal(0, 0.3) (2.78-2.82) passes.
 # A short run no longer tells a detached sub-module (attention trails by < 0.02 at 80 steps, by 0.26 only after
 # 300) or a causal-mask leak (it needs about 200 steps to learn to copy): `reached` and `unseen` probe those.
