@@ -105,6 +105,7 @@ def full_grades(rubric: Rubric, tier: Tier, runs: int) -> list[dict]:
         for r in run.results:
             per_component[r.case.component] += r.seconds
         out.append({"wall": run.seconds, "components": dict(per_component), "requests": requests[0], "starts": starts[0],
+                    "cases": {f"{r.case.number} [{r.case.component}] {r.case.name}": r.seconds for r in run.results},
                     "timing": sum(r.seconds for r in run.results if r.case.check in TIMING),
                     "score": sum(r.score for r in run.results), "max": sum(r.max_score for r in run.results)})
     return out
@@ -316,6 +317,9 @@ def section_machine(rows, command: str, started: datetime.datetime, seconds: flo
     ])
 
 
+SLOWEST = 8
+
+
 def section_wall(grades: list[dict], startup: tuple[float, float], overhead: float) -> str:
     n = len(grades)
     comps = list(grades[0]["components"])
@@ -336,6 +340,8 @@ def section_wall(grades: list[dict], startup: tuple[float, float], overhead: flo
     biggest = max(comps, key=lambda c: median([g["components"][c] for g in grades]))
     big = median([g["components"][biggest] for g in grades])
     scores = sorted({f"{g['score']:g}/{g['max']:g}" for g in grades})
+    slowest = sorted(grades[0]["cases"], key=lambda c: -median([g["cases"][c] for g in grades]))[:SLOWEST]
+    slow_rows = [[c, f"{median([g['cases'][c] for g in grades]):.2f}"] for c in slowest]
     return "\n\n".join([
         "## 1. Grading the reference submission",
         f"`autograder.runner.grade` on `solutions/`, every component and case, {n} runs (medians where one figure is given; "
@@ -343,14 +349,19 @@ def section_wall(grades: list[dict], startup: tuple[float, float], overhead: flo
         f"Score: {', '.join(scores)}.",
         table(["", "seconds", "share"], split),
         table(["component"] + [f"run {i + 1}" for i in range(n)] + ["median"], per_comp),
-        table(["worker", "median"], [["start and hello reply (5 starts)", f"{startup[0] * 1e3:.0f} ms"],
-                                     ["start to the first torch call (imports torch)", f"{startup[1] * 1e3:.0f} ms"],
+        f"Where the seconds go: the {SLOWEST} slowest cases (median seconds, a worker's start included where a case "
+        "started one).",
+        table(["case", "seconds"], slow_rows),
+        table(["worker", "median"], [["start and hello reply, numpy and torch imported (5 starts)", f"{startup[0] * 1e3:.0f} ms"],
+                                     ["start to the answer of a first torch call", f"{startup[1] * 1e3:.0f} ms"],
                                      ["round trip of a trivial request (`math.sqrt(4.0)`, 200 calls)",
                                       f"{overhead * 1e6:.0f} us"]]),
         f"Reading: grading the reference takes {wall:.0f} s, {cases / wall:.0%} of it inside cases. `{biggest}` is the "
         f"largest component ({big:.1f} s, {big / wall:.0%}); the timing cases take {timing:.1f} s. A worker answers its "
-        f"hello in {startup[0] * 1e3:.0f} ms, but its first torch call costs {startup[1]:.1f} s since torch is imported "
-        f"there; the first case of every component pays it (the runner starts the worker inside the case's clock). "
+        f"hello in {startup[0] * 1e3:.0f} ms, numpy and torch imported (where its component does not forbid torch); "
+        "every component's worker but the first starts while the component before it is graded, on the other core, "
+        "so a case waits for a start only in the first component, after a worker died, or for a timing case's reference "
+        "worker. "
         f"Round trips are cheap: {requests:.0f} requests at {overhead * 1e6:.0f} us each are "
         f"{requests * overhead / wall:.1%} of the wall time, so the time is the checks' own work and torch's imports.",
     ])
