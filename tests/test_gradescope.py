@@ -124,6 +124,7 @@ def run_autograder(script: Path, root: Path, env: dict) -> subprocess.CompletedP
     return subprocess.run([script], cwd=root, env={**env, "AUTOGRADER_ROOT": str(root)}, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_zip_holds_what_grading_needs_and_a_fresh_secret(built_zip, tmp_path):
     with zipfile.ZipFile(built_zip) as zf:
         infos = {i.filename: i for i in zf.infolist()}
@@ -147,12 +148,16 @@ def test_zip_holds_what_grading_needs_and_a_fresh_secret(built_zip, tmp_path):
     assert [name for name in content if again[name] != content[name]] == ["secret.txt"]
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_setup_proves_the_tier(setup, required):
     root, output = setup
     assert f"setup.sh: isolation: {required} (" in output
     assert os.access(root / "venv" / "bin" / "autograder", os.X_OK)
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_run_autograder_grades_a_submission(setup, env, rubric, required):
     root, _ = setup
     shutil.rmtree(root / "submission", ignore_errors=True)
@@ -169,6 +174,8 @@ def test_run_autograder_grades_a_submission(setup, env, rubric, required):
     assert any("SyntaxError" in t["output"] for t in data["tests"] if t["tags"] == ["backprop"])
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_a_grader_that_refuses_keeps_its_own_results(setup, env):
     """No submission: the grader writes why it could not grade, and run_autograder leaves that alone."""
     root, _ = setup
@@ -179,6 +186,8 @@ def test_a_grader_that_refuses_keeps_its_own_results(setup, env):
     assert data["score"] == 0 and "does not exist" in data["output"]
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_without_a_venv_the_results_still_say_zero(setup, env, tmp_path):
     """setup.sh never ran here: the grader cannot start, so run_autograder writes the zero score itself,
     over what an earlier run left."""
