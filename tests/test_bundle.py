@@ -30,8 +30,6 @@ from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
 from autograder.submission import CHECK_TAG, open_submission
 
-pytestmark = pytest.mark.xdist_group("bundle")  # its module-scoped fixtures are built once, on one xdist process
-
 RELEASED = {"README.md", "requirements.txt", "grading.yaml", "expected.bin", "autograder", "handouts", "notebooks",
             "test_visible.py", "pytest.ini"}
 

@@ -21,8 +21,6 @@ from autograder.report import results_json
 from autograder.outcome import PASSED
 from autograder.runner import CaseResult, GradeRun
 
-pytestmark = pytest.mark.xdist_group("gradescope")  # its module-scoped fixtures are built once, on one xdist process
-
 SCRIPTS = ("setup.sh", "run_autograder")
 FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
 VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}

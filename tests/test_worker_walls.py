@@ -15,8 +15,7 @@ from autograder.sandbox.host.process import Deadline, Limits, WorkerFailure
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import STUDENT_ID_BASE
 
-pytestmark = [pytest.mark.slow,  # every test here grades or starts a process
-              pytest.mark.xdist_group("worker_walls")]  # its module-scoped fixtures are built once, on one xdist process
+pytestmark = pytest.mark.slow  # every test here grades or starts a process
 
 
 @pytest.fixture(scope="module")
