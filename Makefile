@@ -21,16 +21,15 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(VENV)/bin/autograder grade examples/submission --results $(VENV)/demo-results.json
 
-# The whole suite in two passes: everything but the serial tests in parallel (xdist, one test file to one process, so
-# that module-scoped fixtures such as test_bundle's bundle are built once; --dist loadgroup would split files, but
-# pytest 9.2 with xdist 3.8 ignores its groups: pytest-xdist issue 1386), then the serial ones (timing
-# measurements) alone on the machine.
+# The whole suite in two passes: everything but the serial tests in parallel (xdist; tests/conftest.py hands tests
+# out one by one, and a module with expensive module-scoped fixtures whole to one process), then the serial ones
+# (timing measurements) alone on the machine.
 # Both passes always run; a failure in either fails the target. pytest's status 5 (no test collected, as when
 # PYTEST_ARGS selects tests of one pass only) fails neither.
 test: $(STAMP)
 	$(VENV)/bin/autograder release --check
 	status=0; \
-	$(PYTEST) -n $(JOBS) --dist loadfile -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ] || status=1; \
+	$(PYTEST) -n $(JOBS) -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ] || status=1; \
 	$(PYTEST) -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ] || status=1; \
 	exit $$status
 

@@ -94,6 +94,33 @@ def _guarded(item):
     return result
 
 
+# ---- make test's parallel pass (pytest -n 2) -------------------------------------------------------------------
+# Tests go to xdist's processes one by one, except the modules whose module-scoped fixtures are expensive (a bundle,
+# a Gradescope root after setup.sh, a module-wide worker): each of those goes whole to one process, so the fixture is
+# built once. (xdist_group marks would say this in the modules, but pytest 9.2 with xdist 3.8 ignores them: issue
+# 1386 of pytest-xdist.) These modules are collected first, so that the long units start first.
+ONE_PROCESS = ("tests/test_bundle.py", "tests/test_gradescope.py", "tests/test_security_os.py", "tests/test_worker_walls.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneProcessModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return file if file in ONE_PROCESS else nodeid
+
+    return OneProcessModules(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in ONE_PROCESS)  # stable: files stay whole
+
+
 def isolation(rubric, tier=None) -> Isolation:
     """What a grading in a test runs under: `tier`, or the strongest one here for the rubric's files (to enter)."""
     return Isolation(tier) if tier else isolation_for(rubric.path.parent, rubric.solutions_dir)
