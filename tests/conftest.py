@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import _posixsubprocess
 import dataclasses
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,96 @@ def quick_rubric(rubric):
     """The real rubric with 3-second case timeouts, for submissions that hang on purpose."""
     components = [dataclasses.replace(c, cases=[dataclasses.replace(k, timeout=3.0) for k in c.cases]) for c in rubric.components]
     return dataclasses.replace(rubric, components=components)
+
+
+# ---- the tiers: a test not marked slow starts no process ----------------------------------------------------------
+# `make test-fast` runs `-m "not slow and not network"`, so a test that starts a worker or a subprocess without the
+# slow mark would make the fast tier slow, or be left out of nothing. Every way Python starts a process is refused
+# while an unmarked test's setup, call or teardown runs; the refusal is a pytest failure (a BaseException, which
+# `except Exception` does not swallow), and the test fails afterwards even if its code caught that somehow.
+_STARTERS = [(subprocess.Popen, "_execute_child"), (subprocess, "_fork_exec"), (_posixsubprocess, "fork_exec"),
+             (os, "fork"), (os, "forkpty"), (os, "posix_spawn"), (os, "posix_spawnp"), (os, "system")]
+
+
+class _Refusing:
+    def __init__(self):
+        self.item = None
+        self.attempts: list[str] = []
+
+    def install(self):
+        for owner, name in _STARTERS:
+            real = getattr(owner, name, None)
+            if real is not None:
+                setattr(owner, name, self._wrap(real, f"{getattr(owner, '__name__', owner)}.{name}"))
+
+    def _wrap(self, real, what: str):
+        def starter(*args, **kwargs):
+            if self.item is None:
+                return real(*args, **kwargs)
+            message = (f"{self.item.nodeid} started a process ({what}) but is not marked slow: mark it "
+                       f"@pytest.mark.slow (or its module `pytestmark = pytest.mark.slow`), so `make test-fast` leaves it out")
+            self.attempts.append(message)
+            pytest.fail(message, pytrace=False)
+        return starter
+
+
+_REFUSING = _Refusing()
+_REFUSING.install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    return (yield from _guarded(item))
+
+
+def _guarded(item):
+    if item.get_closest_marker("slow") or item.get_closest_marker("network"):
+        return (yield)
+    _REFUSING.item, _REFUSING.attempts = item, []
+    try:
+        result = yield
+    finally:
+        _REFUSING.item = None
+    if _REFUSING.attempts:
+        pytest.fail(_REFUSING.attempts[0], pytrace=False)
+    return result
+
+
+# ---- make test's parallel pass (pytest -n 2) -------------------------------------------------------------------
+# Tests go to xdist's processes one by one, except the modules whose module-scoped fixtures are expensive (a bundle,
+# a Gradescope root after setup.sh, a module-wide worker): each of those goes whole to one process, so the fixture is
+# built once. (xdist_group marks would say this in the modules, but pytest 9.2 with xdist 3.8 ignores them: issue
+# 1386 of pytest-xdist.) These modules are collected first, so that the long units start first.
+ONE_PROCESS = ("tests/test_bundle.py", "tests/test_gradescope.py", "tests/test_security_os.py", "tests/test_worker_walls.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneProcessModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return file if file in ONE_PROCESS else nodeid
+
+    return OneProcessModules(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in ONE_PROCESS)  # stable: files stay whole
 
 
 def isolation(rubric, tier=None) -> Isolation:

@@ -7,6 +7,8 @@ let causal self-attention see the future, so `causal_mask` may lose points too w
 import pytest
 from conftest import assert_caught_in_component_only, mistakes_of
 
+pytestmark = pytest.mark.slow  # every test here grades or starts a process
+
 
 @pytest.mark.parametrize("mistake", mistakes_of("attention", "causal_mask", "transformer"))
 def test_mistake_is_caught_where_it_belongs(rubric, mistake):

@@ -62,6 +62,7 @@ def part1(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_the_bundle_holds_starter_handouts_notebooks_and_the_visible_cases_only(bundle, rubric):
     files = {c.file for c in rubric.components}
     assert {p.name for p in bundle.iterdir()} == RELEASED | files
@@ -79,6 +80,7 @@ def test_the_bundle_holds_starter_handouts_notebooks_and_the_visible_cases_only(
         assert got.not_here == len(component.cases) - len(want)
 
 
+@pytest.mark.slow
 def test_the_bundle_holds_the_check_code_of_its_parts_and_no_oracle(part1, bundle):
     """The grader-only oracles and mistake simulators never ship; of the case modules, only those of the released
     checks (and what they import) do: part 1's bundle holds no attention or LSTM checks, and no bundle the timing ones."""
@@ -148,11 +150,13 @@ def leaks(bundle: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_solution_code_appears_anywhere_in_the_bundle(bundle):
     assert len(solution_bodies()) >= 30 and len(solution_lines()) >= 100  # the scan has something to look for
     assert leaks(bundle) == []
 
 
+@pytest.mark.slow
 def test_the_leak_scan_finds_a_planted_solution(bundle, tmp_path):
     """The scan above can fail: a solution function pasted into a notebook, or one solution line into a handout."""
     copy = tmp_path / "copy"
@@ -169,6 +173,7 @@ def test_the_leak_scan_finds_a_planted_solution(bundle, tmp_path):
     assert any(repr(line) in f for f in found), found
 
 
+@pytest.mark.slow
 def test_check_in_the_bundle_fails_the_starter_cleanly(bundle, rubric):
     proc = in_bundle(bundle, "-m", "autograder", "check")
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -178,6 +183,7 @@ def test_check_in_the_bundle_fails_the_starter_cleanly(bundle, rubric):
         assert f"{component.id}: 0 / {visible:g}" in proc.stdout
 
 
+@pytest.mark.slow
 def test_check_in_the_bundle_reads_the_notebooks(bundle):
     notebooks = in_bundle(bundle, "-m", "autograder", "check", "causal_mask", "--dir", "notebooks")
     assert notebooks.returncode == 1 and "causal_mask: 0 /" in notebooks.stdout, notebooks.stdout + notebooks.stderr
@@ -197,6 +203,7 @@ def as_typed(bundle: Path, command: str) -> subprocess.CompletedProcess:
                           env=dict(os.environ, PATH=path, COLUMNS="200"))
 
 
+@pytest.mark.slow
 def test_the_readme_commands_run_as_written(part1, tmp_path):
     """Every command the README gives for checking work (the code block, and the notebooks' command in its text), run
     literally in the bundle: on the starter each exits 1 with the grader's messages alone, on the solutions 0; `pytest
@@ -230,6 +237,7 @@ def test_the_readme_commands_run_as_written(part1, tmp_path):
                 assert f"{component}: {points[component]:g} / {points[component]:g}" in done.stdout, (command, done.stdout[-2000:])
 
 
+@pytest.mark.slow
 def test_pytest_k_picks_one_components_cases(bundle):
     """Tests are named by component and case number (attention-5.1), not by case names, some of which name other
     components: `pytest -k attention` collects the attention cases and nothing else."""
@@ -240,6 +248,7 @@ def test_pytest_k_picks_one_components_cases(bundle):
     assert collected == [f"test_visible.py::test_visible_case[attention-{c.number}]" for c in rubric.component("attention").cases]
 
 
+@pytest.mark.slow
 def test_requirements_pin_the_grading_versions_with_torch_from_the_cpu_index(part1, tmp_path):
     """What runs here: the README's set-up block is checked for its words, and pip's own parser and resolver read the
     bundle's requirements.txt offline (`--dry-run --no-index` against this project's venv, which holds exactly
@@ -277,6 +286,7 @@ def run_cell(notebook: Path, cwd: Path) -> subprocess.CompletedProcess:
                           env=dict(os.environ, COLUMNS="200"))
 
 
+@pytest.mark.slow
 def test_the_notebook_check_cell_finds_its_bundle_and_fails_visibly_when_it_cannot_check(part1, tmp_path):
     """From the notebooks folder, the bundle's root or a folder below, the cell checks the saved notebooks/ngram.ipynb;
     a failing case is shown, not raised; outside a bundle, or when the check cannot run (status 2), the cell raises."""
@@ -319,6 +329,7 @@ MISTAKES = [
 
 
 @pytest.mark.parametrize("file, old, new", MISTAKES, ids=[m[0] for m in MISTAKES])
+@pytest.mark.slow
 def test_replayed_cases_say_what_the_grader_says(bundle, rubric, tmp_path, file, old, new):
     variant = solutions_with(tmp_path, file, old, new)
     ids = [c.id for c in rubric.components if c.file == file]
@@ -352,6 +363,7 @@ def test_a_replay_asked_for_what_it_did_not_record_fails_the_case(rubric, tmp_pa
         replay.for_case(second).expect(rng, padded(["a", "b"]))
 
 
+@pytest.mark.slow
 def test_release_refuses_a_used_folder_and_an_unknown_part(tmp_path):
     used = tmp_path / "used"
     used.mkdir()
@@ -364,11 +376,13 @@ def test_release_refuses_a_used_folder_and_an_unknown_part(tmp_path):
     assert "recording" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_bundle_cannot_release_itself(part1, tmp_path):
     proc = in_bundle(part1, "-m", "autograder", "release", "--out", str(tmp_path / "again"))
     assert proc.returncode == 2 and "is itself a student bundle" in proc.stderr
 
 
+@pytest.mark.slow
 def test_the_recording_is_data_only(bundle):
     """expected.bin is one wire frame: JSON whose only tags are plain data, and raw array bytes; never pickle. A
     float32 case's expected value is a dict of plain data under one string key (expected.ROUNDED)."""
@@ -444,10 +458,12 @@ def solution_calls(rubric, tmp_path_factory):
     return calls
 
 
+@pytest.mark.slow
 def test_no_function_in_the_bundle_computes_a_solution_result(bundle, solution_calls, tmp_path):
     assert run_probe(bundle, solution_calls, tmp_path) == []
 
 
+@pytest.mark.slow
 def test_the_probe_finds_the_grader_only_oracles_if_they_were_shipped(part1, solution_calls, tmp_path):
     """The probe can fail: the mistake simulators compute the solutions at their default arguments, which is
     why they live in autograder/oracles/ and no bundle holds them. Planted in a bundle, they are found."""

@@ -24,6 +24,7 @@ def autograder(*args, cwd=ROOT):
                           env=dict(os.environ, COLUMNS="200"), timeout=600)
 
 
+@pytest.mark.slow
 def test_grade_writes_gradescope_results(tmp_path, rubric):
     results = tmp_path / "out" / "results.json"
     proc = autograder("grade", str(ROOT / "starter"), "--results", str(results))
@@ -39,6 +40,7 @@ def test_grade_writes_gradescope_results(tmp_path, rubric):
     assert "Total: 0 /" in proc.stdout
 
 
+@pytest.mark.slow
 def test_grade_of_a_missing_path_still_writes_results(tmp_path):
     results = tmp_path / "results.json"
     proc = autograder("grade", str(tmp_path / "nothing-here"), "--results", str(results))
@@ -48,6 +50,7 @@ def test_grade_of_a_missing_path_still_writes_results(tmp_path):
     assert data["score"] == 0 and "could not grade" in data["output"]
 
 
+@pytest.mark.slow
 def test_bad_rubric_is_refused_with_the_key(tmp_path):
     bad = tmp_path / "grading.yaml"
     bad.write_text((ROOT / "grading.yaml").read_text().replace("timeout: 10", "timeout: soon"))
@@ -56,6 +59,7 @@ def test_bad_rubric_is_refused_with_the_key(tmp_path):
     assert "defaults.timeout" in proc.stderr
 
 
+@pytest.mark.slow
 def test_check_runs_visible_cases_and_counts_hidden_ones(tmp_path, rubric):
     proc = autograder("check", "ngram", "--dir", str(SOLUTIONS))
     assert proc.returncode == 0, proc.stderr
@@ -66,6 +70,7 @@ def test_check_runs_visible_cases_and_counts_hidden_ones(tmp_path, rubric):
     assert f"ngram: {sum(c.points for c in ngram if c.visible):g} / {sum(c.points for c in ngram if c.visible):g}" in proc.stdout
 
 
+@pytest.mark.slow
 def test_check_exits_1_when_a_case_fails_and_2_when_it_cannot_run():
     failing = autograder("check", "ngram", "--dir", str(ROOT / "starter"))
     assert failing.returncode == 1 and "ngram: 0 /" in failing.stdout, failing.stdout + failing.stderr
@@ -73,6 +78,7 @@ def test_check_exits_1_when_a_case_fails_and_2_when_it_cannot_run():
     assert unknown.returncode == 2 and "no_such_component" in unknown.stderr, unknown.stdout + unknown.stderr
 
 
+@pytest.mark.slow
 def test_check_shows_what_the_code_printed_under_its_case(tmp_path, rubric):
     """Printed at import (during the first case's first call) and in every call of pad_sentence: each case shows its
     own, the first truncated at 2,000 characters with the rest counted."""
@@ -86,6 +92,7 @@ def test_check_shows_what_the_code_printed_under_its_case(tmp_path, rubric):
     assert f"{second.number} [ngram] {second.name}\n  Passed.\n  Your code printed:\n  | padding with n = 2\n" in proc.stdout
 
 
+@pytest.mark.slow
 def test_release_check_fails_when_starter_is_stale(tmp_path):
     shutil.copytree(SOLUTIONS, tmp_path / "solutions")
     (tmp_path / "solutions" / "ngram.py").write_text(f'"""N-grams.\n\n{RULES_BEGIN[".py"]}\n"""\n\n\n'
@@ -107,6 +114,7 @@ DRIFT = [
 ]
 
 
+@pytest.mark.slow
 def test_release_check_fails_when_the_rules_drift_and_release_restores_them(tmp_path):
     """The rules in the handouts and starter docstrings are written from grading.yaml and the tamper scan's tables:
     a copy of the course with a forbidden name dropped in three places is out of date until `release` rewrites it."""
@@ -130,6 +138,7 @@ def test_release_check_fails_when_the_rules_drift_and_release_restores_them(tmp_
 
 
 @pytest.mark.parametrize("required", ORDER)
+@pytest.mark.slow
 def test_require_tier_grades_at_or_above_it_and_refuses_below(tmp_path, required):
     """Whatever this machine offers, --require-tier holds both ways: a tier at or below the one here grades,
     a stronger one is refused with no points and the reason."""
@@ -145,6 +154,7 @@ def test_require_tier_grades_at_or_above_it_and_refuses_below(tmp_path, required
         assert f"--require-tier {required}, but the strongest tier here is {here.name}" in data["output"]
 
 
+@pytest.mark.slow
 def test_a_submission_never_supplies_the_rubric(tmp_path):
     """Graded from inside a student's folder that carries its own grading.yaml (every point x100), the staff's
     rubric grades it, and the run names that rubric and its digest."""
@@ -161,6 +171,7 @@ def test_a_submission_never_supplies_the_rubric(tmp_path):
     assert json.loads(results.read_text())["extra_data"]["rubric"] == {"path": str(ROOT / "grading.yaml"), "sha256": digest}
 
 
+@pytest.mark.slow
 def test_a_rubric_without_its_solutions_is_refused_before_grading(tmp_path):
     elsewhere = tmp_path / "grading.yaml"
     shutil.copy(ROOT / "grading.yaml", elsewhere)
@@ -183,6 +194,7 @@ def test_a_rubric_missing_one_reference_or_its_data_is_refused(tmp_path, monkeyp
         load_rubric(tmp_path / "grading.yaml")
 
 
+@pytest.mark.slow
 def test_yaml_errors_name_the_file_and_line(tmp_path):
     bad = tmp_path / "grading.yaml"
     bad.write_text((ROOT / "grading.yaml").read_text().replace("  timeout: 10", "  timeout: [10", 1))
@@ -200,6 +212,7 @@ def test_an_unknown_case_parameter_is_named_as_unknown(tmp_path):
         load_rubric(rubric)
 
 
+@pytest.mark.slow
 def test_version_and_options_before_or_after_the_command(tmp_path):
     version = autograder("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"autograder {__version__}"
@@ -216,11 +229,13 @@ def test_version_and_options_before_or_after_the_command(tmp_path):
     assert verbose.stderr.startswith("rubric: ") and "rubric: " not in verbose.stdout  # a note, on stderr
 
 
+@pytest.mark.slow
 def test_check_exits_1_when_a_case_fails(tmp_path):
     assert autograder("check", "causal_mask", "--dir", str(ROOT / "starter")).returncode == 1
     assert autograder("check", "causal_mask", "--dir", str(SOLUTIONS)).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_random_secret_is_announced(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "AUTOGRADER_SECRET"}
     drawn = subprocess.run([sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--component", "causal_mask"],
@@ -231,6 +246,7 @@ def test_a_random_secret_is_announced(tmp_path):
     assert given.returncode == 0 and "random secret" not in given.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_with_interrupted_and_no_traceback(tmp_path):
     """SIGINT while a case runs: the command says "interrupted", exits 130, results.json says so with no points,
     and no process of the run is left behind."""
@@ -263,6 +279,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_grade_of_an_empty_folder_is_one_message_and_no_points(tmp_path):
     (tmp_path / "empty").mkdir()
     results = tmp_path / "results.json"
@@ -275,6 +292,7 @@ def test_grade_of_an_empty_folder_is_one_message_and_no_points(tmp_path):
     assert data["score"] == 0 and data["tests"] == [] and data["output"] == f"The autograder could not grade this submission: {message}"
 
 
+@pytest.mark.slow
 def test_grade_accounts_for_every_file_and_grades_misnamed_ones_when_the_rubric_accepts_them(tmp_path):
     config = tmp_path / "grading.yaml"
     config.write_text((ROOT / "grading.yaml").read_text().replace("accept_misnamed: false", "accept_misnamed: true")

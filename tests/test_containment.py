@@ -6,6 +6,8 @@ import time
 import pytest
 from conftest import grade_folder, solutions_with
 
+pytestmark = pytest.mark.slow  # every test here grades or starts a process
+
 SAMPLE = "        words = []\n        while len(words) < max_len:"
 
 # Misbehaviour placed in NGramLM.sample: the two sampling cases fail, every other case still passes.
@@ -21,6 +23,7 @@ MISBEHAVIOUR = [
 
 
 @pytest.mark.parametrize("behaviour, code, feedback", MISBEHAVIOUR, ids=[m[0] for m in MISBEHAVIOUR])
+@pytest.mark.serial
 def test_misbehaviour_is_contained(quick_rubric, tmp_path, behaviour, code, feedback):
     folder = solutions_with(tmp_path, "ngram.py", SAMPLE, code + SAMPLE)
     started = time.monotonic()

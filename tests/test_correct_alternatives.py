@@ -28,6 +28,7 @@ def test_the_corpus_holds_whole_submissions(rubric):
 
 
 @pytest.mark.parametrize("style", STYLES)
+@pytest.mark.slow
 def test_a_correct_alternative_keeps_every_point_but_timing(rubric, style, tmp_path):
     graded = without_timing(rubric)
     run = grade_folder(graded, ALTERNATIVES / style, tmp_path)

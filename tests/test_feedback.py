@@ -114,6 +114,7 @@ def test_a_hint_that_cannot_be_computed_does_not_match():
     assert "Likely mistake" not in message
 
 
+@pytest.mark.slow
 def test_a_mistake_no_hint_explains_gets_no_hint(rubric, tmp_path):
     """The issue's case: a history padded with one BOS too many agrees with "|vocab| leaves out EOS" on some
     queries by coincidence. The queries are judged together, so no hint is offered; the worst query is named."""
@@ -124,6 +125,7 @@ def test_a_mistake_no_hint_explains_gets_no_hint(rubric, tmp_path):
     assert any("is at prob(" in r.output for r in failed if r.case.visible)
 
 
+@pytest.mark.slow
 def test_a_case_built_on_a_failing_part_names_it_first(rubric, tmp_path):
     """minGPT's tanh GELU fails the FeedForward cases, and every larger case that runs the FeedForward says so
     before its own difference."""

@@ -46,6 +46,7 @@ def nanogpt_switch(tmp_path, flash: bool):
     return folder
 
 
+@pytest.mark.slow
 def test_a_forbidden_call_that_never_runs_keeps_every_point_and_is_flagged(untimed_rubric, tmp_path):
     folder = nanogpt_switch(tmp_path, flash=False)
     run = grade_folder(untimed_rubric, folder, tmp_path, component_ids=["attention"])
@@ -63,6 +64,7 @@ def test_a_forbidden_call_that_never_runs_keeps_every_point_and_is_flagged(untim
     assert note in console.export_text()
 
 
+@pytest.mark.slow
 def test_the_same_call_reached_fails_the_component_with_the_guards_message(untimed_rubric, tmp_path):
     folder = nanogpt_switch(tmp_path, flash=True)
     run = grade_folder(untimed_rubric, folder, tmp_path, component_ids=["attention"])
@@ -72,6 +74,7 @@ def test_the_same_call_reached_fails_the_component_with_the_guards_message(untim
 
 
 @pytest.mark.parametrize("line", ["import torch", "import torch.nn.functional as F"])
+@pytest.mark.slow
 def test_a_forbidden_import_reached_at_import_fails_with_its_line(rubric, tmp_path, line):
     folder = solutions_with(tmp_path, "backprop.py", ANCHOR, ANCHOR + line + "\n")
     run = grade_folder(rubric, folder, tmp_path, component_ids=["ngram", "backprop"])
@@ -81,6 +84,7 @@ def test_a_forbidden_import_reached_at_import_fails_with_its_line(rubric, tmp_pa
     assert scores_by_component(run)["ngram"][0] == scores_by_component(run)["ngram"][1]
 
 
+@pytest.mark.slow
 def test_a_forbidden_import_in_a_function_nothing_calls_costs_nothing(rubric, tmp_path):
     oracle = "\n\ndef autograd_softmax(z):  # my own check; nothing calls it\n    import torch\n\n" \
              "    return torch.softmax(torch.from_numpy(z), dim=-1).numpy()\n"
@@ -92,6 +96,7 @@ def test_a_forbidden_import_in_a_function_nothing_calls_costs_nothing(rubric, tm
     assert all(r.extra["review"]["forbidden_names"] == [finding] for r in run.results)
 
 
+@pytest.mark.slow
 def test_import_built_at_run_time_is_caught_by_the_worker(rubric, tmp_path, worker_only):
     sneaky = '    np = __import__("importlib").import_module("tor" + "ch")\n'
     folder = solutions_with(tmp_path, "backprop.py", "    z = z - z.max(axis=-1, keepdims=True)", sneaky + "    z = z - z.max(axis=-1, keepdims=True)")
@@ -116,6 +121,7 @@ REACHED = [
 
 
 @pytest.mark.parametrize("route, code, name", REACHED, ids=[r[0] for r in REACHED])
+@pytest.mark.slow
 def test_forbidden_call_is_caught_however_reached(rubric, tmp_path, worker_only, route, code, name):
     folder = solutions_with(tmp_path, "lstm.py", CELL, code + CELL)
     run = grade_folder(rubric, folder, tmp_path, component_ids=["rnn", "lstm"])
@@ -125,6 +131,7 @@ def test_forbidden_call_is_caught_however_reached(rubric, tmp_path, worker_only,
     assert all(r.passed for r in run.results if r.case.component == "rnn")
 
 
+@pytest.mark.slow
 def test_the_forbidden_rewrite_keeps_every_field(rubric, tmp_path):
     """Under `without_gpu: skip` a timing case counts for nothing: failing the component for a forbidden call
     must keep it that way (and keep its extra data), or the maximum would change."""
@@ -146,6 +153,7 @@ def test_static_scan_names_forbidden_calls_and_private_kernels(tmp_path):
         "line 3: use of torch.nn.GRU", "line 6: use of torch.nn.LSTM", "line 7: use of torch._VF", "line 8: use of torch.nn.RNNCell"]
 
 
+@pytest.mark.slow
 def test_a_file_too_deep_to_parse_fails_its_component_only(rubric, tmp_path):
     """ast.parse raises MemoryError on 100,000 nested unary minuses; the scan must leave the verdict to the worker."""
     folder = tmp_path / "deep"

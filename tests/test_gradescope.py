@@ -3,6 +3,7 @@ into a root's source/, setup.sh once (real pip, from this machine's configured i
 run_autograder per submission, its results.json checked against Gradescope's results format."""
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -80,11 +81,45 @@ def test_results_keep_to_gradescopes_keys_and_tag_timing_cases(rubric):
     assert [t["tags"] for t in data["tests"]] == [[r.case.component, *(["timing"] if r.case.check in TIMING else [])] for r in run.results]
 
 
+# Wheels for setup.sh, kept between runs (and clones) so that a run downloads each pinned wheel once. setup.sh still
+# installs everything itself into a venv of its own, made new in a new root each run: the cache only saves downloads.
+WHEELHOUSE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autograder-tests" / "wheelhouse"
+
+
+def configured_find_links() -> list[str]:
+    """pip's find-links from its configuration files and environment, which PIP_FIND_LINKS would otherwise replace."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60)
+    links = []
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.endswith(".find-links"):
+            links += [link for link in shlex.split(value.strip().strip("'\"")) if link not in links]
+    return links
+
+
 @pytest.fixture(scope="module")
-def env():
-    """The scripts' environment: pip's configured indexes only (this machine reaches no PyTorch index); as
-    root, the scripts' own default tier (root) is the one tested, else the strongest this user has."""
-    return {**os.environ, "AUTOGRADER_TORCH_INDEX": "", **({} if os.geteuid() == 0 else {"AUTOGRADER_REQUIRE_TIER": tier().name})}
+def wheelhouse() -> Path:
+    """Every pin of constraints.txt but torch (which pip finds where the machine keeps it: a copy would only cost
+    time), and setuptools for the editable install's build, downloaded into WHEELHOUSE once; later runs find them
+    there and download nothing (pip download skips a file it already holds)."""
+    pins = [line for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if line and not line.startswith("#") and not line.startswith("torch==")]
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-input",
+                           "--no-deps", "--only-binary", ":all:", "--dest", str(WHEELHOUSE), *pins, "setuptools>=68"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return WHEELHOUSE
+
+
+@pytest.fixture(scope="module")
+def env(wheelhouse):
+    """The scripts' environment: pip's configured indexes only (this machine reaches no PyTorch index), with the
+    wheelhouse as one more find-links location; as root, the scripts' own default tier (root) is the one tested,
+    else the strongest this user has."""
+    find_links = " ".join([*configured_find_links(), str(wheelhouse)])
+    return {**os.environ, "AUTOGRADER_TORCH_INDEX": "", "PIP_FIND_LINKS": find_links,
+            **({} if os.geteuid() == 0 else {"AUTOGRADER_REQUIRE_TIER": tier().name})}
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +159,7 @@ def run_autograder(script: Path, root: Path, env: dict) -> subprocess.CompletedP
     return subprocess.run([script], cwd=root, env={**env, "AUTOGRADER_ROOT": str(root)}, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_zip_holds_what_grading_needs_and_a_fresh_secret(built_zip, tmp_path):
     with zipfile.ZipFile(built_zip) as zf:
         infos = {i.filename: i for i in zf.infolist()}
@@ -147,12 +183,16 @@ def test_zip_holds_what_grading_needs_and_a_fresh_secret(built_zip, tmp_path):
     assert [name for name in content if again[name] != content[name]] == ["secret.txt"]
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_setup_proves_the_tier(setup, required):
     root, output = setup
     assert f"setup.sh: isolation: {required} (" in output
     assert os.access(root / "venv" / "bin" / "autograder", os.X_OK)
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_run_autograder_grades_a_submission(setup, env, rubric, required):
     root, _ = setup
     shutil.rmtree(root / "submission", ignore_errors=True)
@@ -169,6 +209,8 @@ def test_run_autograder_grades_a_submission(setup, env, rubric, required):
     assert any("SyntaxError" in t["output"] for t in data["tests"] if t["tags"] == ["backprop"])
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_a_grader_that_refuses_keeps_its_own_results(setup, env):
     """No submission: the grader writes why it could not grade, and run_autograder leaves that alone."""
     root, _ = setup
@@ -179,6 +221,8 @@ def test_a_grader_that_refuses_keeps_its_own_results(setup, env):
     assert data["score"] == 0 and "does not exist" in data["output"]
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_without_a_venv_the_results_still_say_zero(setup, env, tmp_path):
     """setup.sh never ran here: the grader cannot start, so run_autograder writes the zero score itself,
     over what an earlier run left."""

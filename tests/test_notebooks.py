@@ -66,6 +66,7 @@ def test_unusable_notebooks_say_why(data, message):
     assert message in str(caught.value)
 
 
+@pytest.mark.slow
 def test_notebook_of_the_solution_earns_full_marks_as_folder_zip_or_file(rubric, tmp_path):
     path = ngram_notebook(tmp_path / "hw", SOLUTIONS / "ngram.py")
     archive = tmp_path / "hw.zip"
@@ -77,6 +78,7 @@ def test_notebook_of_the_solution_earns_full_marks_as_folder_zip_or_file(rubric,
         assert got == most > 0, (submitted, [r.output for r in run.results if not r.passed])
 
 
+@pytest.mark.slow
 def test_notebook_of_the_starter_earns_nothing(rubric, tmp_path):
     run = grade_folder(rubric, ngram_notebook(tmp_path / "hw", ROOT / "starter" / "ngram.py").parent, tmp_path,
                        component_ids=["ngram"])
@@ -85,6 +87,7 @@ def test_notebook_of_the_starter_earns_nothing(rubric, tmp_path):
 
 
 @pytest.mark.parametrize("garbage, why", [("{not json", "it is not valid JSON"), ('{"cells": []}', "it does not have a notebook's structure")])
+@pytest.mark.slow
 def test_unreadable_notebook_fails_its_component_only(rubric, tmp_path, garbage, why):
     folder = tmp_path / "hw"
     folder.mkdir()

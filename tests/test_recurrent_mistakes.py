@@ -2,6 +2,8 @@
 import pytest
 from conftest import assert_caught_in_component_only, mistakes_of
 
+pytestmark = pytest.mark.slow  # every test here grades or starts a process
+
 
 @pytest.mark.parametrize("mistake", mistakes_of("rnn"))
 def test_rnn_mistake_is_caught_in_its_component_only(rubric, mistake):

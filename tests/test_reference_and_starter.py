@@ -1,11 +1,13 @@
 """The reference earns every point; the generated starter earns none, without crashing."""
 import ast
 
+import pytest
 from conftest import ROOT, SOLUTIONS, grade_folder
 
 from autograder.release.starter import stale_starter
 
 
+@pytest.mark.slow
 def test_solutions_earn_every_point(rubric, tmp_path):
     run = grade_folder(rubric, SOLUTIONS, tmp_path)
     failures = [(r.case.number, r.case.name, r.output) for r in run.results if not r.passed]
@@ -13,6 +15,7 @@ def test_solutions_earn_every_point(rubric, tmp_path):
     assert len(run.results) == sum(len(c.cases) for c in rubric.components)
 
 
+@pytest.mark.slow
 def test_starter_earns_nothing_and_says_not_implemented(rubric, tmp_path):
     run = grade_folder(rubric, ROOT / "starter", tmp_path)
     assert run.results and all(r.score == 0 for r in run.results)

@@ -60,6 +60,7 @@ def run_child(body: str) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_network_is_closed_but_unix_sockets_work():
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
@@ -90,6 +91,7 @@ def test_the_network_is_closed_but_unix_sockets_work():
     }
 
 
+@pytest.mark.slow
 def test_the_grader_cannot_be_signalled_or_traced():
     out = run_child("""
         protect()
@@ -133,6 +135,7 @@ def test_the_grader_cannot_be_signalled_or_traced():
     }
 
 
+@pytest.mark.slow
 def test_without_the_filter_the_same_probes_succeed():
     # The control for the two tests above: their refusals come from the filter.
     out = run_child("""
@@ -146,6 +149,7 @@ def test_without_the_filter_the_same_probes_succeed():
     assert out == {"inet": "ok", "kill parent": "ok", "kill group": "ok", "pidfd_open parent": "ok"}
 
 
+@pytest.mark.slow
 def test_processes_and_threads_still_work_and_inherit_the_filter():
     out = run_child("""
         started = threading.Event()
@@ -191,6 +195,7 @@ def test_processes_and_threads_still_work_and_inherit_the_filter():
     }
 
 
+@pytest.mark.slow
 def test_namespaces_mounts_and_kernel_interfaces_are_refused():
     # Arguments are chosen to be harmless should a call get through: paths that
     # do not exist, null pointers, unshare(0).
@@ -238,6 +243,7 @@ def test_namespaces_mounts_and_kernel_interfaces_are_refused():
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="i386 and x32 calls exist only on x86_64")
+@pytest.mark.slow
 def test_other_system_call_abis_are_refused():
     out = run_child("""
         import mmap
@@ -260,6 +266,7 @@ def test_other_system_call_abis_are_refused():
     assert out == {"i386 socket before": True, "i386 socket after": 38, "x32 socket": "ENOSYS"}  # 38: ENOSYS
 
 
+@pytest.mark.slow
 def test_numpy_and_torch_work_under_the_filter():
     out = run_child("""
         protect()
@@ -279,6 +286,7 @@ def test_numpy_and_torch_work_under_the_filter():
     assert out == {"numpy": 6.0, "torch": 3.0, "matmul": True, "threads": 2}
 
 
+@pytest.mark.slow
 def test_install_raises_seccomp_unavailable_and_installs_nothing():
     out = run_child("""
         def error(pids, pgids):

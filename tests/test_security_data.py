@@ -124,6 +124,7 @@ PRINTING = [
 
 
 @pytest.mark.parametrize("how, body, because", PRINTING, ids=[p[0] for p in PRINTING])
+@pytest.mark.slow
 def test_printed_pass_lines_count_for_nothing(rubric, tmp_path, capfd, how, body, because):
     """Threat: fake "Passed." lines, Gradescope JSON and "All tests passed" on stdout, stderr or the raw descriptors,
     or a clean exit. Defence: the parent's own comparison, or the worker's report that the student's code exited."""
@@ -134,6 +135,7 @@ def test_printed_pass_lines_count_for_nothing(rubric, tmp_path, capfd, how, body
     assert "All tests passed" not in printed.out + printed.err  # nothing the worker prints reaches the grader's output
 
 
+@pytest.mark.slow
 def test_printed_pass_lines_are_shown_as_the_students_and_count_for_nothing(rubric, tmp_path):
     """Threat: now that visible cases show what student code prints, a wrong softmax prints a fake "Passed.", a fake
     grader heading and a terminal escape that erases the line. Defence: the parent's own comparison scores it; the
@@ -210,6 +212,7 @@ PATCHING = [
 
 
 @pytest.mark.parametrize("library, file, component, code, checks, because", PATCHING, ids=[p[0] for p in PATCHING])
+@pytest.mark.slow
 def test_patched_comparison_helpers_fool_nothing(rubric, tmp_path, scans_off, library, file, component, code, checks, because):
     """Threat: the comparison helpers a naive grader calls, patched at import time to report a match.
     Defence: the parent compares, with its own modules. The static scans are off, so the patches all run."""
@@ -389,6 +392,7 @@ LYING = [
 
 
 @pytest.mark.parametrize("liar, file, component, code, checks, because", LYING, ids=[p[0] for p in LYING])
+@pytest.mark.slow
 def test_objects_that_lie_score_nothing(rubric, tmp_path, liar, file, component, code, checks, because):
     """Threat: a returned object whose comparisons, conversions or length lie, or a value of the wrong kind.
     Defence: the wire's exact types (sandbox/worker/wire.py), then the parent's own checks of type, dtype and NaN pattern."""
@@ -453,6 +457,7 @@ def cross_entropy_backward(logits, targets):
 
 
 @pytest.mark.parametrize("route", list(SEARCHES))
+@pytest.mark.slow
 def test_expected_values_are_not_in_the_worker(rubric, tmp_path, scans_off, route):
     """Threat: gc.get_objects() or a walk up the stack for the expected answer. Defence: the trust boundary itself,
     expected values never enter the worker. The static scans are off (they refuse every route here: see REFUSED),
@@ -495,6 +500,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 
 @pytest.mark.parametrize("what, file, component, code, because", MUTATING, ids=[m[0] for m in MUTATING])
+@pytest.mark.slow
 def test_inputs_mutated_in_place_gain_nothing(rubric, tmp_path, what, file, component, code, because):
     """Threat: the student's function rewrites its inputs in place so that a reference computed afterwards agrees.
     Defence: the parent's pristine copies (the reference is computed from them, the inputs are compared with them)."""
@@ -520,6 +526,7 @@ def predicted_softmax_answers(rubric) -> dict[str, tuple[str, list]]:
     return answers
 
 
+@pytest.mark.slow
 def test_predicted_seeds_and_replayed_answers_fail_hidden_cases(rubric, tmp_path):
     """Threat: answers precomputed for inputs drawn from a guessed seed, replayed for any input of the same shape.
     Defence: fresh inputs, drawn for hidden cases from the secret."""
@@ -620,6 +627,7 @@ REACHING = [
 
 
 @pytest.mark.parametrize("route, file, component, code, helpers, guard", REACHING, ids=[r[0] for r in REACHING])
+@pytest.mark.slow
 def test_forbidden_builtins_reached_indirectly_lose_the_component(untimed_rubric, tmp_path, scans_off, route, file, component, code, helpers,
                                                                   guard):
     """Threat: a forbidden module or call reached by a built name, a helper, a private namespace, an alias or a subclass.
@@ -671,6 +679,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("route, file, component, code, helpers, text, what", REFUSED, ids=[r[0] for r in REFUSED])
+@pytest.mark.slow
 def test_the_tamper_scan_refuses_reaching_into_the_worker(rubric, tmp_path, route, file, component, code, helpers, text, what):
     """Threat: reaching into the worker's interpreter, where the guard and its record live. Defence: the static tamper
     scan (forbidden.py), which names the line and fails the component before any worker starts."""
@@ -720,6 +729,7 @@ ONCE_MISSED = [
 
 
 @pytest.mark.parametrize("route, file, component, code", ONCE_MISSED, ids=[u[0] for u in ONCE_MISSED])
+@pytest.mark.slow
 def test_the_tamper_scan_refuses_routes_it_once_missed(untimed_rubric, tmp_path, route, file, component, code):
     """Threat: the guard taken off, or a forbidden kernel reached past it, by a route the tamper scan once missed
     (each kept full marks then). Defence: the tamper scan refuses it before any worker starts."""
@@ -804,6 +814,7 @@ def softmax(z):
 
 
 @pytest.mark.parametrize("reply, value, because", REPLIES, ids=[r[0] for r in REPLIES])
+@pytest.mark.slow
 def test_malformed_replies_fail_their_case_only(rubric, tmp_path, reply, value, because):
     """Threat: a reply too big, too deep, not data, unprintable or forged, sent back from the student's function.
     Defence: the wire's caps and exact types, the parent's checks on every frame, a worker that dies alone.

@@ -30,6 +30,8 @@ import pytest
 from attacks import ROOT, SOLUTIONS, grade_cli, own_student_processes, processes_with, reported, require_tier, tier
 from conftest import grade_folder, solutions_with
 
+pytestmark = pytest.mark.slow  # every test here grades or starts a process
+
 SAMPLE = "        words = []\n        while len(words) < max_len:"
 ATTACKED = "ngram.sampling"  # the only check that calls NGramLM.sample
 COMPONENTS = ["ngram", "backprop"]

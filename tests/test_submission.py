@@ -80,6 +80,7 @@ def test_misnamed_file_is_reported_with_the_rename_and_not_graded(tmp_path, name
                                     f"`{expected}`, and submit again (files are graded only under their expected names).")
 
 
+@pytest.mark.slow
 def test_every_case_of_a_misnamed_component_says_which_rename_to_make(rubric, tmp_path):
     folder = folder_with(tmp_path, {"NGram.py": (SOLUTIONS / "ngram.py").read_bytes(), "rnn.py": (SOLUTIONS / "rnn.py").read_bytes()})
     run = graded_ngram(rubric, open_submission(folder, tmp_path / "out"))
@@ -123,6 +124,7 @@ def test_finished_notebook_wins_over_the_untouched_starter(tmp_path):
     assert not sub.caveats  # the starter held no work of the student's
 
 
+@pytest.mark.slow
 def test_when_both_are_worked_on_the_py_wins_and_its_failures_say_so(rubric, tmp_path):
     started = (SOLUTIONS / "ngram.py").read_text().replace('return [BOS] * (n - 1) + list(tokens) + [EOS]', 'raise NotImplementedError')
     assert started != (SOLUTIONS / "ngram.py").read_text()
@@ -137,6 +139,7 @@ def test_when_both_are_worked_on_the_py_wins_and_its_failures_say_so(rubric, tmp
                           for out in failed)
 
 
+@pytest.mark.slow
 def test_zip_of_the_working_folder_grades_the_nested_notebook(rubric, tmp_path):
     archive = tmp_path / "hw.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -164,6 +167,7 @@ def test_zip_of_the_working_folder_grades_the_nested_notebook(rubric, tmp_path):
     assert run.results and all(r.passed for r in run.results), [r.output for r in run.results if not r.passed]
 
 
+@pytest.mark.slow
 def test_every_case_of_a_file_too_large_says_so(rubric, tmp_path):
     folder = folder_with(tmp_path, {"ngram.py": b"#" * (50 << 20), "rnn.py": (SOLUTIONS / "rnn.py").read_bytes()})
     sub = open_submission(folder, tmp_path / "out")

@@ -129,6 +129,7 @@ def test_a_file_the_component_does_not_import_is_not_scanned(tmp_path):
     assert scan_submission(folder, "ngram.py") == forbidden_names(folder, "ngram.py", ["torch"], []) == []
 
 
+@pytest.mark.slow
 def test_tampering_fails_its_component_only(rubric, tmp_path):
     line = (SOLUTIONS / "ngram.py").read_text().splitlines().index("import math") + 2
     folder = solutions_with(tmp_path, "ngram.py", "import math\n", "import math\nimport gc\n")
@@ -140,6 +141,7 @@ def test_tampering_fails_its_component_only(rubric, tmp_path):
     assert got == most > 0
 
 
+@pytest.mark.slow
 def test_tampering_in_code_that_never_runs_is_refused_before_anything_runs(rubric, tmp_path):
     """Unlike a forbidden name, a back door costs the component even where no case would reach it: the scan is static."""
     unused = "\n\ndef _never_called():\n    import gc\n\n    return gc.get_objects()\n"

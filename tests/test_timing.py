@@ -219,6 +219,8 @@ def test_gradients_are_checksummed_in_the_order_of_their_names():
 # --- measured runs ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_reference_as_student_is_about_as_fast_as_the_reference(reference_run):
     """Identical code in the two workers measures within 2x of 1 (the same code, so any machine)."""
     r = timing_result(reference_run)
@@ -226,6 +228,8 @@ def test_reference_as_student_is_about_as_fast_as_the_reference(reference_run):
     assert 0.5 <= r.extra["ratio"] <= 2.0, r.output
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_a_slow_implementation_scores_slow(rubric, tmp_path, reference_run):
     """The reference slowed about 21 times measures far slower than the reference as student and earns nothing."""
     r = sdpa_speed(rubric, attention_with(tmp_path, SLOW), tmp_path)
@@ -311,6 +315,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 """
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_patched_clocks_do_not_hide_slowness(rubric, tmp_path):
     """A slow student who stops every clock in its own process is still timed slow: the parent holds the clock."""
     r = sdpa_speed(rubric, attention_with(tmp_path, SLOW + PATCHED_CLOCKS), tmp_path)
@@ -318,6 +324,7 @@ def test_patched_clocks_do_not_hide_slowness(rubric, tmp_path):
     assert r.extra["ratio"] > 5 and r.fraction == 0.0 and r.score == 0.0, r.output
 
 
+@pytest.mark.slow
 def test_outputs_cached_by_shape_fail(rubric, tmp_path):
     """Handing back the first answer for every input of the same shape fails: the timed blocks' sums differ."""
     r = sdpa_speed(rubric, attention_with(tmp_path, CACHED_BY_SHAPE), tmp_path)
@@ -326,6 +333,8 @@ def test_outputs_cached_by_shape_fail(rubric, tmp_path):
     assert "output missed by" in r.output and "cached from earlier calls, or work left unfinished" in r.output, r.output
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_timed_blocks_never_repeat_inputs(rubric, tmp_path):
     """Every timed block holds inputs the student has not seen (timing.py: "each pair on fresh inputs"); otherwise
     a slow student who remembers each input's answer is timed on lookups, and its right answers pass the sums."""
@@ -333,6 +342,7 @@ def test_timed_blocks_never_repeat_inputs(rubric, tmp_path):
     assert r.passed, r.output
 
 
+@pytest.mark.slow
 def test_deferred_work_earns_nothing(rubric, tmp_path):
     """Returning an unfilled tensor and computing it in a thread fails: the sums are taken before the reply."""
     r = sdpa_speed(rubric, attention_with(tmp_path, DEFERRED), tmp_path)
@@ -341,6 +351,7 @@ def test_deferred_work_earns_nothing(rubric, tmp_path):
     assert f"on the timing inputs: your results (output) {BEYOND_ROUNDING}" in r.output and "output missed " in r.output, r.output
 
 
+@pytest.mark.slow
 def test_a_wrong_answer_earns_no_timing_points(rubric, tmp_path):
     """Forgetting 1/sqrt(dk) is fast but wrong: the timing case fails on the outputs, before any timing."""
     scores = "scores = Q @ K.transpose(-2, -1) / math.sqrt(dk)  # (..., Tq, Tk)"
@@ -382,6 +393,8 @@ def test_the_lstm_variants_are_correct(name):
 
 
 @pytest.mark.parametrize("name", ["fused", "hoisted", "cs231n"])
+@pytest.mark.slow
+@pytest.mark.serial
 def test_correct_lstm_layouts_keep_their_timing_points(rubric, tmp_path, name):
     """A fused cat([x, h]) @ W cell, an input projection hoisted out of the loop and CS231n-style layers round
     differently from the reference, within float32 rounding (benchmarks/checksums.py: at most 11 roundings of the
@@ -392,6 +405,7 @@ def test_correct_lstm_layouts_keep_their_timing_points(rubric, tmp_path, name):
     assert "x the reference's time (95% CI" in r.output and r.extra["pairs"] >= 7, r.output
 
 
+@pytest.mark.slow
 def test_a_wrong_lstm_earns_no_timing_points(rubric, tmp_path):
     """The gates taken in the lecture's order (i, f, o, g) instead of PyTorch's: with weights at 1/sqrt(fan-in)
     the outputs still move far beyond rounding, so the case fails on its first inputs."""
@@ -408,6 +422,8 @@ no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="the without_gpu p
 
 
 @no_gpu
+@pytest.mark.slow
+@pytest.mark.serial
 def test_without_gpu_grade_counts_the_timing_case(reference_run):
     """`grade`: the CPU measurement earns points, and results.json carries the measurement."""
     r = timing_result(reference_run)
@@ -422,6 +438,8 @@ def test_without_gpu_grade_counts_the_timing_case(reference_run):
 
 
 @no_gpu
+@pytest.mark.slow
+@pytest.mark.serial
 def test_without_gpu_inform_measures_but_counts_nothing(rubric, tmp_path):
     """`inform`: measured and reported, worth nothing, and left out of the total's maximum."""
     run = grade_folder(timing_rubric(rubric, "attention", PLAIN_CASE, SDPA_SPEED, without_gpu="inform"), SOLUTIONS, tmp_path)
@@ -436,6 +454,7 @@ def test_without_gpu_inform_measures_but_counts_nothing(rubric, tmp_path):
 
 
 @no_gpu
+@pytest.mark.slow
 def test_without_gpu_skip_reports_a_skip(rubric, tmp_path):
     """`skip`: not run, reported as skipped with no points at stake."""
     run = grade_folder(timing_rubric(rubric, "attention", PLAIN_CASE, SDPA_SPEED, without_gpu="skip"), SOLUTIONS, tmp_path)
@@ -468,6 +487,8 @@ def test_bad_timing_section_is_refused(tmp_path, edit, key, expected):
     assert "timing" in message and key in message and expected in message, message
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_the_student_is_held_still_while_the_reference_is_timed(tmp_path):
     """While the reference's block runs, the student's worker is stopped (its threads too) and every process it
     left running is dead, so nothing of the student's can load the machine against the reference; afterwards

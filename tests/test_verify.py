@@ -1,9 +1,12 @@
 """`autograder verify`: the reference earns every point, the starter none, and every known mistake is caught where it belongs."""
+import pytest
 import yaml
 from conftest import MISTAKES, isolation
 from test_cli import autograder
 
 from autograder.verify import judge, load_mistakes
+
+pytestmark = pytest.mark.slow  # every test here grades or starts a process
 
 CAUSAL = "return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)"
 

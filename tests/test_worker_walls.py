@@ -15,6 +15,8 @@ from autograder.sandbox.host.process import Deadline, Limits, WorkerFailure
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import STUDENT_ID_BASE
 
+pytestmark = pytest.mark.slow  # every test here grades or starts a process
+
 
 @pytest.fixture(scope="module")
 def slot(tmp_path_factory):
