@@ -20,6 +20,7 @@ from autograder.rounding import Rounded, rounded
 
 REF = Reference(SOLUTIONS)
 INSTANCES = 16  # benchmarks/float32.py measures 1000 through the grader
+MISS_SEARCH = 200  # instances searched for one the reference's own float32 result misses (P(none) ~ 1e-6 at 7%)
 
 
 def error_ratio(got, want: Rounded) -> float:
@@ -101,17 +102,21 @@ def float32_lm(seed: int):
 
 
 def test_a_reordered_float32_transformer_keeps_its_gradients_within_the_bound():
-    worst, reference_misses = 0.0, 0
-    for seed in range(INSTANCES):
+    """Every instance examined stays within the bound, and they include one where the old tolerance around the
+    reference's own float32 result failed (about 7% of instances; which ones depends on the CPU's kernels)."""
+    worst, reference_missed = 0.0, False
+    for seed in range(MISS_SEARCH):
+        if seed >= INSTANCES and reference_missed:
+            break
         model, ids, upstream = float32_lm(seed)
         want = rounded(lambda m, i, u: backward(lambda a, b: a(b), m, i, u), model, ids, upstream)
         got = backward(reordered_lm, copy.deepcopy(model), ids, upstream)
         worst = max(worst, max(error_ratio(g, w) for g, w in zip(got, want)))
         own = backward(lambda a, b: a(b), copy.deepcopy(model), ids, upstream)
         truth = [w.truth for w in want]
-        reference_misses += not all(torch.allclose(o.double(), t, rtol=1e-4, atol=1e-5) for o, t in zip(own, truth))
+        reference_missed |= not all(torch.allclose(o.double(), t, rtol=1e-4, atol=1e-5) for o, t in zip(own, truth))
     assert worst < 0.5, worst
-    assert reference_misses  # the old tolerance around the reference's float32 result failed such instances
+    assert reference_missed
 
 
 def test_an_unbiased_variance_in_the_transformer_is_far_outside_the_bound():

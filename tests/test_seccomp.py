@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-SANDBOX = Path(__file__).resolve().parents[1] / "autograder" / "sandbox"
+SANDBOX = Path(__file__).resolve().parents[1] / "autograder" / "sandbox" / "worker"
 
 PRELUDE = f"""
 import ctypes, errno, json, os, platform, signal, socket, subprocess, sys, threading
@@ -314,7 +314,7 @@ def test_install_raises_seccomp_unavailable_and_installs_nothing():
 
 
 def test_the_program_is_well_formed_for_both_architectures():
-    from autograder.sandbox import seccomp  # building the program installs nothing
+    from autograder.sandbox.worker import seccomp  # building the program installs nothing
 
     for machine in seccomp.ARCHES:
         code = seccomp.program(machine, [os.getpid(), 1], [os.getpgid(0)])

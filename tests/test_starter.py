@@ -5,6 +5,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from autograder import forbidden
 from autograder.rubric import load_rubric
@@ -360,12 +361,15 @@ def test_committed_rules_name_everything_grading_yaml_and_the_tamper_tables_refu
 
 
 def _course(tmp_path: Path, handout: str, solution: str):
-    """The course's rubric, with only ngram's handout and solution file."""
+    """The course's rubric cut down to ngram, with only ngram's handout and solution file."""
     (tmp_path / "assignments").mkdir()
     (tmp_path / "solutions").mkdir()
     (tmp_path / "assignments" / "ngram.md").write_text(handout)
     (tmp_path / "solutions" / "ngram.py").write_text(solution)
-    (tmp_path / "grading.yaml").write_text((ROOT / "grading.yaml").read_text())
+    spec = yaml.safe_load((ROOT / "grading.yaml").read_text())
+    spec["parts"] = [{"name": spec["parts"][0]["name"], "components": ["ngram"]}]
+    spec["components"] = {"ngram": spec["components"]["ngram"]}
+    (tmp_path / "grading.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return load_rubric(tmp_path / "grading.yaml")
 
 

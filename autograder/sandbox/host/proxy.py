@@ -164,7 +164,12 @@ class Proxy:
     def _request(self, op: str, args: list, keep: bool):
         blobs: list[bytes] = []
         header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep}
-        result = self._unpack(*self._slot.exchange(header, blobs, self.deadline))
+        reply, reply_blobs = self._slot.exchange(header, blobs, self.deadline)
+        try:
+            result = self._unpack(reply, reply_blobs)
+        except WorkerFailure:  # a reply that cannot be believed: the worker is out of step, replace it
+            self._slot.stop()
+            raise
         if isinstance(result, wire.Handle):
             return Remote(self, wire.Expr(result))
         return result
