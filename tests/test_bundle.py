@@ -324,7 +324,7 @@ MISTAKES = [
     ("ngram.py", "return [BOS] * (n - 1) + list(tokens) + [EOS]", "return [BOS] * n + list(tokens) + [EOS]"),
     ("attention.py", "scores = Q @ K.transpose(-2, -1) / math.sqrt(dk)", "scores = Q @ K.transpose(-2, -1)"),
     ("transformer.py", "            logits = logits / temperature", "            logits = logits"),
-    ("lstm.py", "i, f, g, o = gates.chunk(4, dim=-1)", "i, f, o, g = gates.chunk(4, dim=-1)"),
+    ("lstm.py", "i, f, g, o = gates.chunk(4, dim=-1)  # 4 x (B, H), i, f, g, o", "i, f, o, g = gates.chunk(4, dim=-1)  # 4 x (B, H), i, f, g, o"),
 ]
 
 

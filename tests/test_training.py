@@ -10,6 +10,8 @@ import dataclasses
 import pytest
 from conftest import grade_folder, solutions_with
 
+pytestmark = pytest.mark.slow  # every test grades a submission
+
 GRADER, OWN = "training: the loss falls as the reference's does (the grader's weights)", "training from your own initialisation"
 VARIANTS = [
     pytest.param("        return self.output_proj(y)\n", "        return self.output_proj(y).detach()\n", GRADER,
