@@ -23,7 +23,7 @@ from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
 from .runner import grade
-from .sandbox.host.tiers import ORDER, Isolation, TierUnavailable, choose_tier, grader_files, isolation_for
+from .sandbox.host.tiers import ORDER, TierUnavailable, isolation_for
 from .submission import SubmissionError, open_submission
 from .verify import MistakesError, load_mistakes, print_report, verify
 
@@ -85,9 +85,8 @@ def cmd_grade(args, ui: Terminal) -> int:
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
             submission = open_submission(Path(args.path), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
             secret = read_secret(args.secret_file, ui)
-            secret_files = [args.secret_file] if args.secret_file else []
-            hidden = grader_files(rubric.path.parent, rubric.solutions_dir, [*([results] if results else []), *secret_files])
-            with Isolation(choose_tier(hidden, args.require_tier)) as isolation:
+            also_hidden = [*([results] if results else []), *([args.secret_file] if args.secret_file else [])]
+            with isolation_for(rubric.path.parent, rubric.solutions_dir, also_hidden, args.require_tier) as isolation:
                 ui.note(f"isolation: {isolation.tier.name} ({isolation.tier.guarantees})")
                 run = grade(rubric, submission, secret=secret, isolation=isolation, component_ids=args.component,
                             visible_only=args.visible_only)
