@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import threading
 import types
 from pathlib import Path
 
@@ -48,6 +49,16 @@ DIVERGED = ("This case cannot be checked further on your machine: your earlier o
             "cases first; the grader, which has the reference, runs this case in full.")
 
 
+# The reference runs in the grader's process, which has one torch RNG and one thread count for every lane
+# (runner.py): one reference computation at a time, so that a seeded one draws what it drew alone.
+REFERENCE = threading.RLock()
+
+
+def _on_reference(compute, reference):
+    with REFERENCE:
+        return compute(reference)
+
+
 class Live:
     """Grading: the reference modules, in this process."""
 
@@ -58,11 +69,11 @@ class Live:
         return self
 
     def expect(self, rng: np.random.Generator, compute):
-        return compute(self.reference)
+        return _on_reference(compute, self.reference)
 
     def hints(self, rng: np.random.Generator, hints: dict | None) -> dict | None:
         """The judge's hints: each `hint(ref)` bound to the reference, computed only if a comparison fails."""
-        return {name: functools.partial(hint, self.reference) for name, hint in (hints or {}).items()}
+        return {name: functools.partial(_on_reference, hint, self.reference) for name, hint in (hints or {}).items()}
 
 
 class Recorder:
@@ -86,27 +97,29 @@ class _CaseRecorder:
         self.recorder, self.entries, self.depth = recorder, entries, 0
 
     def expect(self, rng: np.random.Generator, compute):
-        if self.depth:  # inside another expect or a hint: replay never runs this
-            return compute(self.recorder.reference)
-        self.depth += 1
-        try:
-            value = compute(self.recorder.reference)
-        finally:
-            self.depth -= 1
-        self.entries.append({"expect": fingerprint(compute), "value": self._data(value), "rng": self._data(rng.bit_generator.state)})
-        return value
+        with REFERENCE:  # also keeps the recording's blobs in order
+            if self.depth:  # inside another expect or a hint: replay never runs this
+                return compute(self.recorder.reference)
+            self.depth += 1
+            try:
+                value = compute(self.recorder.reference)
+            finally:
+                self.depth -= 1
+            self.entries.append({"expect": fingerprint(compute), "value": self._data(value), "rng": self._data(rng.bit_generator.state)})
+            return value
 
     def hints(self, rng: np.random.Generator, hints: dict | None) -> dict | None:
         if not hints:
             return hints
         state = rng.bit_generator.state
-        self.depth += 1
-        try:
-            values = [[name, self._data(_evaluate(functools.partial(hint, self.recorder.reference)))] for name, hint in hints.items()]
-        finally:
-            self.depth -= 1
-            rng.bit_generator.state = state  # live grading evaluates hints only after a failure
-        self.entries.append({"hints": values})
+        with REFERENCE:
+            self.depth += 1
+            try:
+                values = [[name, self._data(_evaluate(functools.partial(hint, self.recorder.reference)))] for name, hint in hints.items()]
+            finally:
+                self.depth -= 1
+                rng.bit_generator.state = state  # live grading evaluates hints only after a failure
+            self.entries.append({"hints": values})
         return hints
 
     def _data(self, value):

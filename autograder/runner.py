@@ -2,19 +2,29 @@
 
 Each component gets its own worker, started before its first case so start-up
 time is not charged to the case; a case that kills or hangs its worker fails,
-and the next case gets a fresh one. Whatever goes wrong, every case ends with
-one Outcome (outcome.py): a case passes only when its check returned normally.
+and the next case gets a fresh one. Two components are graded at once where two
+cores are usable, and a timing case runs alone on the machine. Whatever goes
+wrong, every case ends with one Outcome (outcome.py): a case passes only when
+its check returned normally.
 """
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import importlib
+import os
+import queue
+import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from .cases import BUILDS_ON, CHECKS, SUBJECTS, TIMING
+import torch
+
+from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING
 from .expected import Live, Replay
 from .forbidden import forbidden_names, scan_submission
 from .outcome import INTERNAL_ERROR, PASSED, Ended, Outcome
@@ -23,7 +33,7 @@ from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
 from .sandbox.host.process import Deadline, Limits
 from .sandbox.host.proxy import Slot
-from .sandbox.host.tiers import Isolation, Tier
+from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
 from .submission import Submission
 from .timing import Speed, Verdict
 from .trial import Trial
@@ -100,47 +110,310 @@ def grade(
     visible_only: bool = False,
     expected=None,
     on_result: Callable[[CaseResult], None] = lambda r: None,
+    lanes: int | None = None,
+    machine: Path | None = None,
 ) -> GradeRun:
     """Grade `submission` under `isolation` (entered); every student process is dead when this returns.
     Expected values come from the reference modules, or from the rubric's recording in a student bundle
     (`expected`: an expected.Recorder records them while grading the reference).
 
-    While one component is graded, the next one's worker starts (and imports torch) on the other core, as
-    the other student uid at the root tier, so that sweeping what one component left running by uid never
-    kills the next one's worker. It is ready before any timing case runs, so it loads nothing timed."""
+    Components are graded on `lanes` threads at once (default: one per usable core, at most LANES), each in
+    a worker of its own, started before a lane takes it (`_Pipeline`); results still reach `on_result` in the
+    rubric's order. A timing case runs alone (`Floor`; `machine`: a lock file other graders on this machine
+    share, as a batch's jobs do)."""
     started = time.monotonic()
     run = GradeRun(isolation={**isolation.record(), "held": {}}, rubric=rubric.record)
     if expected is None:
         expected = Replay(rubric.expected) if rubric.expected else Live(Reference(rubric.solutions_dir))
     components = [rubric.component(c) for c in component_ids] if component_ids else rubric.components
-    tiers = (isolation.tier, isolation.tier.alternate())
-    plans = [_plan(c, [k for k in c.cases if k.visible or not visible_only], submission, rubric, tiers[i % 2])
-             for i, c in enumerate(components)]
-    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="worker-ahead")
-    starting = None  # the start of the next plan's worker, on the other core
-    try:
-        for i, plan in enumerate(plans):
-            if starting:
-                starting.result()  # never two starts of one worker at once
-            upcoming = next((p.slot for p in plans[i + 1:] if p.slot), None)
-            starting = ahead.submit(_start_quietly, upcoming) if upcoming else None
-            run.hidden_not_run += len(plan.component.cases) - len(plan.cases) + plan.component.not_here
+    todo = [(c, [k for k in c.cases if k.visible or not visible_only]) for c in components]
+    run.hidden_not_run = sum(len(c.cases) - len(cases) + c.not_here for c, cases in todo)
+    timed = [k for _, cases in todo for k in cases if k.check in TIMING]
+    speed = Speed(rubric.timing, rubric.solutions_dir, isolation.tier,
+                  Limits(cpu_seconds=int(sum(k.timeout for k in timed)) + 60, memory_bytes=rubric.memory_mb << 20))
+    floor, report = Floor(machine), _InOrder(run, on_result)
+    count = max(1, min(lanes or len(os.sched_getaffinity(0)), LANES, len(todo)))
+    # The costliest component first, then the rest in the rubric's order (the first parts of a course are the
+    # cheapest), so that the lane that takes it is not left with it while the other lane has nothing to do.
+    # The reference's worker, which every timing case uses, starts in turn just before the second component
+    # that times: the first one's timing cases come last in the costliest component.
+    costliest = max(range(len(todo)), key=lambda i: sum(k.timeout for k in todo[i][1]), default=0)
+    order = [costliest] + [i for i in range(len(todo)) if i != costliest]
+    timing = [pos for pos, i in enumerate(order) if any(k.check in TIMING for k in todo[i][1])]
+    if timing:
+        order.insert(timing[1] if len(timing) > 1 else len(order), None)
+    pipeline = _Pipeline(order, floor, isolation.tier, speed.reference,
+                         lambda i, tier: _plan(*todo[i], submission, rubric, tier))
+
+    def lane() -> None:
+        for i, plan in pipeline.components():
             caveat = submission.caveats.get(plan.component.file)  # work of the student's that was not graded
-            settle = starting.result if starting else (lambda: None)
-            for result in _grade_component(plan, expected, secret, rubric, run.isolation["held"], settle):
-                if caveat and not result.passed:
-                    result = result.with_outcome(message=f"{result.output} {caveat}")
-                run.results.append(result)
-                on_result(result)
-    finally:
-        ahead.shutdown(wait=True)
-        for plan in plans:
-            if plan.slot:
-                plan.slot.stop()
-        for tier in tiers:
-            reaper.sweep(tier.student_id)
+            report.add(i, [r.with_outcome(message=f"{r.output} {caveat}") if caveat and not r.passed else r
+                           for r in _grade_component(plan, expected, secret, rubric, run.isolation["held"], floor, speed,
+                                                     pipeline.cancelled)])
+
+    with _one_thread(), ThreadPoolExecutor(max_workers=2 * count, thread_name_prefix="grade") as pool:
+        threads = [pool.submit(pipeline.start_next) for _ in range(count)] + [pool.submit(lane) for _ in range(count)]
+        try:
+            for thread in wait(threads, return_when=FIRST_EXCEPTION).done:
+                thread.result()  # the first failure, if any, raised here
+        except BaseException:  # Ctrl-C, or the grader's own failure: what is running ends now
+            pipeline.cancel()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+            pipeline.stop()
+            speed.stop()
     run.seconds = time.monotonic() - started
     return run
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """The reference's computations in this process on one thread: they are small, and the cores are the lanes'."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+class _Pipeline:
+    """Components in grading order, each handed to the next free lane with its worker already started. One
+    starter per lane plans the next component and starts its worker (importing torch) under a student uid
+    nobody else holds: tiers.STUDENT_IDS uids, one per lane's component and one per started worker waiting
+    for a lane, each given back once its component is graded and what it left running is killed by uid.
+    So a sweep never kills another component's worker, and a lane rarely waits for a start."""
+
+    POLL = 0.05  # seconds between looks at `cancelled` while waiting
+
+    def __init__(self, order: list[int | None], floor: Floor, tier: Tier, reference: Slot, make_plan: Callable[[int, Tier], _Plan]):
+        """`order`: component indices, and None where the reference's worker is to start."""
+        self.order, self.floor, self.tier, self.reference, self.make_plan = list(order), floor, tier, reference, make_plan
+        self.waiting = sum(i is not None for i in order)  # components not yet handed to a lane
+        self.uids: queue.Queue[int] = queue.Queue()
+        for uid in range(STUDENT_IDS):
+            self.uids.put(uid)
+        self.ready: queue.Queue[tuple[int, int, _Plan]] = queue.Queue(maxsize=1)
+        self.plans: list[_Plan] = []
+        self.lock = threading.Lock()
+        self.cancelled = threading.Event()
+
+    def start_next(self) -> None:
+        """A starter: until every component is planned, plan the next one, start its worker, hand it over."""
+        while (uid := self._get(self.uids)) is not None:
+            with self.lock:
+                if not self.order:
+                    self.uids.put(uid)
+                    return
+                i = self.order.pop(0)
+            if i is None:
+                self.uids.put(uid)
+                with self.floor.shared():
+                    _start_quietly(self.reference)
+                continue
+            with self.floor.shared():
+                plan = self.make_plan(i, self.tier.with_id(uid))
+                with self.lock:
+                    self.plans.append(plan)
+                self.floor.register(plan.slot)
+                if plan.slot:
+                    _start_quietly(plan.slot)
+            while not self.cancelled.is_set():
+                with contextlib.suppress(queue.Full):
+                    self.ready.put((i, uid, plan), timeout=self.POLL)
+                    break
+            if plan.slot and plan.slot.imports:  # the reference's side of the same checks runs in this process
+                with self.floor.shared():
+                    for module in plan.slot.imports:
+                        importlib.import_module(module)
+
+    def components(self):
+        """A lane: (index, plan) of each component it is to grade, the uid given back after each."""
+        while not self.cancelled.is_set():
+            with self.lock:
+                if not self.waiting:
+                    return
+            try:
+                i, uid, plan = self.ready.get(timeout=self.POLL)
+            except queue.Empty:
+                continue
+            with self.lock:
+                self.waiting -= 1
+            try:
+                yield i, plan
+            finally:
+                self.uids.put(uid)
+
+    def _get(self, source: queue.Queue):
+        while not self.cancelled.is_set():
+            with contextlib.suppress(queue.Empty):
+                return source.get(timeout=self.POLL)
+        return None
+
+    def cancel(self) -> None:
+        """Stop handing out work, and kill every worker, so that each pending request ends at once."""
+        self.cancelled.set()
+        with self.lock:
+            for plan in self.plans:
+                if plan.slot:
+                    plan.slot.interrupt()
+
+    def stop(self) -> None:
+        for plan in self.plans:
+            if plan.slot:
+                plan.slot.stop()
+        for uid in range(STUDENT_IDS):
+            reaper.sweep(self.tier.with_id(uid).student_id)
+
+
+LANES = 2  # components graded at once at most (tiers.STUDENT_IDS holds two uids per lane)
+
+
+class Floor:
+    """Who may run while something is timed: correctness cases and worker starts share the machine, while a
+    timing case runs alone. It waits for every other lane's case or start to end, holds new ones back (a
+    waiting timing case goes first) and stops every other student worker still alive, with what it left
+    running, until it ends.
+
+    `machine`: a lock file that other graders on this machine share (the job processes of `grade-all`), so
+    that a timing case also waits for, and holds back, their cases; a lane held back by another process's
+    timing case stops this process's idle student workers while it waits."""
+
+    def __init__(self, machine: Path | None = None):
+        self._changed = threading.Condition()
+        self._sharing = self._waiting = 0
+        self._alone = False
+        self._slots: list[Slot] = []
+        self._busy: list[Slot] = []  # slots in a shared section: running a case, never paused
+        self._machine = _MachineFloor(machine, self._idle) if machine else None
+
+    def register(self, slot: Slot | None) -> None:
+        if slot:
+            with self._changed:
+                self._slots.append(slot)
+
+    @contextlib.contextmanager
+    def shared(self, slot: Slot | None = None):
+        with self._changed:
+            self._changed.wait_for(lambda: not self._alone and not self._waiting)
+            self._sharing += 1
+        try:
+            with self._machine.shared() if self._machine else contextlib.nullcontext(), self._using(slot):
+                yield
+        finally:
+            with self._changed:
+                self._sharing -= 1
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def _using(self, slot: Slot | None):
+        if slot:
+            with self._changed:
+                self._busy.append(slot)
+        try:
+            yield
+        finally:
+            if slot:
+                with self._changed:
+                    self._busy.remove(slot)
+
+    @contextlib.contextmanager
+    def alone(self, own: Slot):
+        with self._changed:
+            self._waiting += 1
+            self._changed.wait_for(lambda: not self._alone and not self._sharing)
+            self._waiting -= 1
+            self._alone = True
+        try:
+            with self._machine.alone() if self._machine else contextlib.nullcontext(), contextlib.ExitStack() as paused:
+                for slot in self._slots:
+                    if slot is not own:
+                        paused.enter_context(slot.paused())
+                yield
+        finally:
+            with self._changed:
+                self._alone = False
+                self._changed.notify_all()
+
+    def _idle(self) -> list[Slot]:
+        with self._changed:
+            return [slot for slot in self._slots if slot not in self._busy]
+
+
+class _MachineFloor:
+    """Floor's rule between processes, with flock(2) on two files: `room` is held shared by every case and
+    start, exclusively by a timing case; `turnstile` is held by a timing case from the moment it waits, and
+    passed through by everyone else, so that waiting timing cases go first."""
+
+    def __init__(self, path: Path, idle: Callable[[], list[Slot]]):
+        self.room, self.turnstile, self.idle = path, path.with_name(path.name + ".turnstile"), idle
+        self._waiting = 0  # this process's lanes held back by another's timing case
+        self._lock = threading.Lock()
+        self._paused: contextlib.ExitStack | None = None
+
+    @contextlib.contextmanager
+    def shared(self):
+        with self._held(self.turnstile, fcntl.LOCK_EX, wait=self._wait_paused):
+            pass
+        with self._held(self.room, fcntl.LOCK_SH):
+            yield
+
+    @contextlib.contextmanager
+    def alone(self):
+        with self._held(self.turnstile, fcntl.LOCK_EX), self._held(self.room, fcntl.LOCK_EX):
+            yield
+
+    @contextlib.contextmanager
+    def _held(self, path: Path, mode: int, wait=None):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # a descriptor per hold: flock(2) locks are per open file
+        try:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            except BlockingIOError:
+                with wait() if wait else contextlib.nullcontext():
+                    fcntl.flock(fd, mode)
+            yield
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def _wait_paused(self):
+        """Another process times: this one's idle student workers stop until the first of its lanes goes on."""
+        with self._lock:
+            self._waiting += 1
+            if self._waiting == 1:
+                self._paused = contextlib.ExitStack()
+                for slot in self.idle():
+                    self._paused.enter_context(slot.paused())
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiting -= 1
+                if self._waiting == 0 and self._paused:
+                    self._paused.close()
+                    self._paused = None
+
+
+class _InOrder:
+    """Each component's results reach the run and `on_result` in the rubric's order, whichever lane ends first."""
+
+    def __init__(self, run: GradeRun, on_result: Callable[[CaseResult], None]):
+        self.run, self.on_result = run, on_result
+        self.ended: dict[int, list[CaseResult]] = {}
+        self.next = 0
+        self.lock = threading.Lock()
+
+    def add(self, index: int, results: list[CaseResult]) -> None:
+        with self.lock:
+            self.ended[index] = results
+            while self.next in self.ended:
+                for result in self.ended.pop(self.next):
+                    self.run.results.append(result)
+                    self.on_result(result)
+                self.next += 1
 
 
 @dataclass(frozen=True)
@@ -165,7 +438,8 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
         return _Plan(component, cases, tier, early=Outcome("refused", message))
     named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
     limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
-    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier)
+    imports = tuple(dict.fromkeys(m for c in cases for m in IMPORTS.get(c.check, ())))
+    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier, imports)
     return _Plan(component, cases, tier, slot, named=named)
 
 
@@ -175,21 +449,22 @@ def _start_quietly(slot: Slot) -> None:
         slot.start()
 
 
-def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict, settle: Callable[[], None]):
+def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict, floor: Floor, speed: Speed,
+                     cancelled: threading.Event):
     if plan.early:
         yield from (CaseResult(case, plan.early) for case in plan.cases)
         return
-    speed = Speed(rubric.timing, rubric.solutions_dir, plan.tier, plan.slot.limits)
     results = []
     try:
         for case in plan.cases:
-            if case.check in TIMING:
-                settle()  # the next worker's start, on the other core, must not load the machine while timed
-            results.append(run_case(case, plan.slot, expected, secret, speed))
+            if cancelled.is_set():
+                return
+            with floor.alone(plan.slot) if case.check in TIMING else floor.shared(plan.slot):
+                results.append(run_case(case, plan.slot, expected, secret, speed))
     finally:
-        plan.slot.stop()
-        speed.stop()
-        reaper.sweep(plan.tier.student_id)  # what the student left running dies before the next component starts
+        with floor.shared():
+            plan.slot.stop()
+            reaper.sweep(plan.tier.student_id)  # what the student left running dies before the lane's next component starts
     held.update(plan.slot.held)
     # One use of a forbidden built-in fails the whole component, also the cases that ran before it
     # and those a restarted worker (which starts with a clean record) would otherwise pass. A forbidden

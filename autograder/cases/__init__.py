@@ -15,10 +15,11 @@ TIMING: set[str] = set()  # checks that time the student (timing.py), which the 
 SUBJECTS: dict[str, str] = {}  # check -> the part of the student's code it grades ("FeedForward")
 BUILDS_ON: dict[str, tuple[str, ...]] = {}  # check -> the checks of the parts its cases run too
 DATA: dict[str, tuple[Path, ...]] = {}  # check -> the files it reads (a rubric citing it is refused without them)
+IMPORTS: dict[str, tuple[str, ...]] = {}  # check -> slow imports its own requests cause, done before its component starts
 
 
 def check(check_id: str, timing: bool = False, subject: str | None = None, builds_on: tuple[str, ...] = (),
-          data: tuple[Path, ...] = ()):
+          data: tuple[Path, ...] = (), imports: tuple[str, ...] = ()):
     """Register a check. A failed case of a check that `builds_on` others first names the failing cases of
     those (runner.py), so a student sees the cause before its consequences."""
     def register(fn: Callable) -> Callable:
@@ -33,6 +34,8 @@ def check(check_id: str, timing: bool = False, subject: str | None = None, build
             BUILDS_ON[check_id] = builds_on
         if data:
             DATA[check_id] = data
+        if imports:
+            IMPORTS[check_id] = imports
         return fn
 
     return register

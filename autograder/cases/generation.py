@@ -178,8 +178,8 @@ def generate_distribution(t, temperature: float, top_k: int | None = None, draws
     what = f"generate(model, prompt, 1, temperature={temperature:g}, top_k={top_k}, generator)"
     seeds = [t.seed % 2**32 + i for i in range(draws)]
     drawn = Counter()
-    for seed in seeds:
-        got = t.student.transformer.generate(model, prompt, 1, temperature, top_k, generator=t.student.torch_generator(seed))
+    calls = [([model, prompt, 1, temperature, top_k], {"generator": t.student.torch_generator(seed)}) for seed in seeds]
+    for got in t.student.map(t.student.transformer.generate, calls):
         drawn[int(generated(t, got, prompt, 1, vocab, CONTEXT, what)[-1])] += 1
     impossible = [token for token in drawn if probs[token] == 0]
     if impossible:
@@ -337,7 +337,7 @@ def trainable(t, model, reference) -> None:
                "nn.Linear / nn.Embedding, on a submodule registered as an attribute or in an nn.ModuleList.")
 
 
-@check("transformer.training", builds_on=PARTS, data=(CORPUS,))
+@check("transformer.training", builds_on=PARTS, data=(CORPUS,), imports=("torch._dynamo",))  # AdamW's first construction imports it: 0.9 s
 def training(t, steps: int = TRAIN_STEPS, batch: int = TRAIN_BATCH, lr: float = TRAIN_LR, init: Literal["grader", "own"] = "grader",
              margin: float = 0.1):
     """The grader's loop trains the student's TransformerLM and the reference on the course corpus, from the
@@ -358,9 +358,7 @@ def training(t, steps: int = TRAIN_STEPS, batch: int = TRAIN_BATCH, lr: float = 
         model = build(t.student.transformer)
         load_reference_weights(t, model, reference)
     else:
-        with torch.random.fork_rng():
-            torch.manual_seed(t.seed % 2**32)
-            reference = t.expect(lambda ref: build(ref.transformer))
+        reference = t.expect(lambda ref: seeded(t.seed % 2**32, lambda: build(ref.transformer)))
         t.student.torch.manual_seed(t.seed % 2**32)
         model = build(t.student.transformer)
     trainable(t, model, reference)
@@ -403,6 +401,13 @@ def training(t, steps: int = TRAIN_STEPS, batch: int = TRAIN_BATCH, lr: float = 
                "of the reference's cross-entropy."
                + (" Its training loss ended well below the reference's: do positions see the tokens after them (causal mask)?"
                   if final < ref_final - margin else ""))
+
+
+def seeded(seed: int, make):
+    """make() right after torch.manual_seed(seed), leaving the global RNG as it was."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return make()
 
 
 def unigram_loss(train_ids: torch.Tensor, targets: torch.Tensor, vocab: int) -> float:

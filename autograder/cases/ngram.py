@@ -171,8 +171,7 @@ def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
     lm.fit(corpus)
     rng = t.student.put(t.student.numpy_rng(t.seed % 2**32))
     transitions: Counter = Counter()
-    for _ in range(draws):
-        words = lm.sample(rng, max_len=max_len)
+    for words in t.student.map(lm.sample, [([rng], {"max_len": max_len})] * draws):
         if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
             t.fail(f"sample(rng, max_len={max_len}): expected a list of words, got {type(words).__name__}.")
         if BOS in words or EOS in words:

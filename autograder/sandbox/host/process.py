@@ -105,16 +105,18 @@ class StudentRaised(Ended):
         return f"Your code raised {self.type_name}: {self.message}{where}"
 
 
-def preloaded(forbidden_modules: list[str]) -> list[str]:
-    """What a worker imports before student code, so that no case pays for it: PRELOAD, less any module a
-    forbidden one is, holds or sits in (a module already loaded would be handed out without the import guard)."""
-    return [m for m in PRELOAD if not any(f == m or f.startswith(m + ".") or m.startswith(f + ".") for f in forbidden_modules)]
+def preloaded(forbidden_modules: list[str], imports: tuple[str, ...] = ()) -> list[str]:
+    """What a worker imports before student code, so that no case pays for it: PRELOAD and what the cases' own
+    requests import (cases.IMPORTS), less any module a forbidden one is, holds or sits in (a module already loaded
+    would be handed out without the import guard)."""
+    return [m for m in PRELOAD + imports if not any(f == m or f.startswith(m + ".") or m.startswith(f + ".") for f in forbidden_modules)]
 
 
 class Worker:
     """One running worker process holding one submission."""
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier):
+    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
+                 imports: tuple[str, ...] = ()):
         self.limits = limits
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
         workdir, runtime = self.scratch / "submission", self.scratch / "runtime"
@@ -148,7 +150,7 @@ class Worker:
             "limits": asdict(limits),
             "forbidden_modules": forbidden_modules,
             "forbidden_calls": forbidden_calls,
-            "preload": preloaded(forbidden_modules),
+            "preload": preloaded(forbidden_modules, imports),
             "student_id": tier.student_id,
             "in_network_namespace": tier.bwrap is not None,
             "protected_pids": pids,

@@ -69,8 +69,9 @@ class Slot:
     """One worker at a time for a submission (or for the reference's solutions): started on first use, replaced
     after it fails. Checks reach it through a Proxy, one per case."""
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier):
-        self.submission_dir, self.limits, self.tier = submission_dir, limits, tier
+    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
+                 imports: tuple[str, ...] = ()):
+        self.submission_dir, self.limits, self.tier, self.imports = submission_dir, limits, tier, imports
         self.forbidden_modules, self.forbidden_calls = forbidden_modules, forbidden_calls
         self.worker: Worker | None = None
         self.held: dict = {}  # what the last worker reported of its walls before student code ran
@@ -80,13 +81,20 @@ class Slot:
 
     def start(self) -> None:
         if self.worker is None:
-            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier)
+            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier, self.imports)
             self.held = self.worker.held
 
     def stop(self) -> None:
         if self.worker is not None:
             self.worker.close()
             self.worker = None
+
+    def interrupt(self) -> None:
+        """Kill the worker from another thread (grading was interrupted): its pending request ends as WorkerDied."""
+        worker = self.worker
+        if worker is not None:
+            with contextlib.suppress(ProcessLookupError):
+                worker.proc.kill()
 
     def exchange(self, header: dict, blobs: list[bytes], deadline: Deadline) -> tuple[dict, list[bytes]]:
         self.start()
@@ -100,6 +108,16 @@ class Slot:
     def held_still(self):
         """While the reference is timed: the student's worker stopped, whatever it left running killed."""
         self.start()
+        with self.paused():
+            yield
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Whatever runs of this slot's worker (if one is started) stopped, and what it left running killed, while
+        something else is timed."""
+        if self.worker is None:
+            yield
+            return
         pid = reaper.still(self.worker.proc.pid, 2 if self.worker.in_bwrap else 0)
         try:
             yield
@@ -124,6 +142,11 @@ class Proxy:
     def call(self, fn: Remote, *args, keep: bool = False, **kwargs):
         """Call a student function; `keep=True` leaves the result in the worker."""
         return self._request("call", [fn._expr, list(args), kwargs], keep)
+
+    def map(self, fn: Remote, calls: list[tuple[list, dict]]) -> list:
+        """fn on each (args, kwargs) in one request, the results as `call` would return each: a check that draws
+        thousands of samples pays one round trip, not thousands."""
+        return self._request("map", [fn._expr, [[list(args), kwargs] for args, kwargs in calls]], False)
 
     def value(self, obj: Remote):
         """Fetch a student attribute or kept object as plain data."""

@@ -66,6 +66,19 @@ def sweep(student_uid: int | None = None) -> None:
     raise RuntimeError("student processes survived the sweep")
 
 
+def kill_tree(pid: int) -> None:
+    """Kill `pid` and every process below it (a grading process of a batch, with its workers), and reap those
+    that are, or become, this process's children."""
+    parents = {p: _parent_of(p) for p in map(int, filter(str.isdigit, os.listdir("/proc")))}
+    tree = [pid] + [p for p in parents if _descends(p, pid, parents)]
+    for p in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+    for p in tree:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(p, 0)
+
+
 def still(worker: int, depth: int) -> int:
     """Kill what a live worker left running beside it and stop the worker itself (SIGSTOP, which it
     cannot catch), so none of the student's processes or threads run while the reference is timed;
@@ -165,15 +178,16 @@ def _kill_uid(uid: int) -> bool:
     """kill(-1) as `uid`: every process of that uid dies at once. True when there were any."""
     if not any(_owner(pid) == uid for pid in os.listdir("/proc") if pid.isdigit()):
         return False
-    child = os.fork()
-    if child == 0:  # only system calls here: the fork of a threaded parent
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(child, 0)
+    with _starting:  # no other thread's sweep takes this child for a stray
+        child = os.fork()
+        if child == 0:  # only system calls here: the fork of a threaded parent
+            try:
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
     return True
 
 

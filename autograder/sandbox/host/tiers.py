@@ -41,7 +41,8 @@ GUARANTEES = {
 # Ids no account or other grader uses: each grader process gets its own, so one
 # grader's sweep (kill every process of the uid) never touches another's workers.
 STUDENT_ID_BASE = 1 << 30
-SECOND_STUDENT = 1 << 22  # above any pid (pid_max is at most 2^22): a grader's second uid is no other grader's first
+STUDENT_IDS = 4  # uids per grader: two lanes (runner.py), each one for its component and one for a started worker
+ID_STRIDE = 1 << 22  # above any pid (pid_max is at most 2^22): a grader's k-th uid is no other grader's j-th
 
 
 class TierUnavailable(Exception):
@@ -57,10 +58,11 @@ class Tier:
     bwrap: str | None = None  # bubblewrap tier, and the root tier where bwrap is installed
     python_paths: tuple[Path, ...] = field(default=(), repr=False)  # read-only binds for bwrap
 
-    def alternate(self) -> Tier:
-        """This tier with the grader's second student uid (root tier): one component's worker can then start while
-        what the previous component left running is killed by uid."""
-        return self if self.student_id is None else replace(self, student_id=self.student_id + SECOND_STUDENT)
+    def with_id(self, k: int) -> Tier:
+        """This tier with the grader's k-th student uid (root tier; k < STUDENT_IDS): one component's worker can then
+        start while what another component left running is killed by uid."""
+        assert 0 <= k < STUDENT_IDS
+        return self if self.student_id is None else replace(self, student_id=self.student_id + k * ID_STRIDE)
 
     @property
     def guarantees(self) -> str:
@@ -214,7 +216,8 @@ class Isolation:
         return self
 
     def __exit__(self, *exc) -> None:
-        reaper.sweep(self.tier.student_id)
+        for uid in {self.tier.with_id(k).student_id for k in range(STUDENT_IDS)}:
+            reaper.sweep(uid)
 
     def record(self) -> dict:
         return {**self.tier.record(), "notes": list(self.notes)}

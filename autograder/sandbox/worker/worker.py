@@ -248,6 +248,9 @@ def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, li
     if op == "call":
         fn, args, kwargs = args
         result = fn(*args, **kwargs)
+    elif op == "map":
+        fn, calls = args
+        result = [fn(*call_args, **call_kwargs) for call_args, call_kwargs in calls]
     elif op in ("get", "put"):
         (result,) = args
     elif op == "repeat":

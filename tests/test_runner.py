@@ -1,0 +1,131 @@
+"""The runner's lanes: two components graded at once give what one lane gives, in the rubric's order, and a timing
+case runs alone (Floor)."""
+import contextlib
+import threading
+import time
+
+import pytest
+from conftest import SOLUTIONS, grade_folder, solutions_with
+
+from autograder.runner import Floor
+from autograder.sandbox.host.process import Deadline, Limits, StudentRaised
+from autograder.sandbox.host.proxy import Slot
+from autograder.sandbox.host.tiers import Tier
+
+
+class FakeSlot:
+    """Stands in for a worker slot: records when it is paused."""
+
+    def __init__(self, log: list, name: str):
+        self.log, self.name = log, name
+
+    @contextlib.contextmanager
+    def paused(self):
+        self.log.append(f"pause {self.name}")
+        yield
+        self.log.append(f"resume {self.name}")
+
+
+def test_a_timing_case_waits_for_the_other_lane_then_runs_alone_with_its_workers_stopped():
+    floor, log = Floor(), []
+    own, other = FakeSlot(log, "own"), FakeSlot(log, "other")
+    floor.register(own)
+    floor.register(other)
+    sharing, release = threading.Event(), threading.Event()
+
+    def correctness_case():
+        with floor.shared():
+            log.append("case starts")
+            sharing.set()
+            release.wait(5)
+            log.append("case ends")
+
+    def timing_case():
+        with floor.alone(own):
+            log.append("timing")
+
+    def case_asked_for_meanwhile():
+        with floor.shared():
+            log.append("later case")
+
+    first = threading.Thread(target=correctness_case)
+    first.start()
+    sharing.wait(5)
+    timing = threading.Thread(target=timing_case)
+    timing.start()
+    _until(lambda: floor._waiting == 1)  # the timing case waits for the case under way
+    later = threading.Thread(target=case_asked_for_meanwhile)
+    later.start()
+    time.sleep(0.1)
+    assert log == ["case starts"]  # neither the timing case nor a case asked for after it has started
+    release.set()
+    for t in (first, timing, later):
+        t.join(5)
+    assert log == ["case starts", "case ends", "pause other", "timing", "resume other", "later case"]
+
+
+def _until(condition, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_two_lanes_give_what_one_lane_gives_in_the_rubrics_order(quick_rubric, tmp_path):
+    # A wrong softmax fails backprop cases; ngram and rnn pass: the lanes must not mix components' results.
+    folder = solutions_with(tmp_path, "backprop.py", "z.max(axis=-1, keepdims=True)", "z.max()")
+    components = ["ngram", "backprop", "rnn"]
+    reported = []
+    two = grade_folder(quick_rubric, folder, tmp_path / "two", component_ids=components, lanes=2, on_result=reported.append)
+    one = grade_folder(quick_rubric, folder, tmp_path / "one", component_ids=components, lanes=1)
+    assert [r.case.number for r in two.results] == [r.case.number for r in one.results]
+    assert [r.case for r in reported] == [r.case for r in two.results]
+    assert [(r.passed, r.score) for r in two.results] == [(r.passed, r.score) for r in one.results]
+    assert any(not r.passed for r in two.results if r.case.component == "backprop")
+    assert all(r.passed for r in two.results if r.case.component != "backprop")
+
+
+@pytest.mark.slow
+def test_map_calls_once_per_argument_list_in_one_request():
+    slot = Slot(SOLUTIONS, [], [], Limits(), Tier("same-user"))
+    try:
+        proxy = slot.proxy(Deadline.after(60))
+        assert proxy.map(proxy.builtins.round, [([2.567, 2], {}), ([2.567], {"ndigits": 1})]) == [2.57, 2.6]
+        with pytest.raises(StudentRaised, match="math domain error"):
+            proxy.map(proxy.math.sqrt, [([4.0], {}), ([-1.0], {})])
+    finally:
+        slot.stop()
+
+
+def test_graders_sharing_a_machine_lock_wait_for_each_others_timing_cases(tmp_path):
+    # Two Floors on one lock file stand for two job processes of a batch: flock(2) locks belong to open files.
+    lock, log = tmp_path / "timing.lock", []
+    first, second = Floor(lock), Floor(lock)
+    idle = FakeSlot(log, "idle worker of the first grader")
+    first.register(idle)
+    timing_started, release = threading.Event(), threading.Event()
+
+    def timing_case():
+        with second.alone(FakeSlot(log, "timed")):
+            log.append("timing")
+            timing_started.set()
+            release.wait(5)
+            log.append("timing ends")
+
+    def correctness_case():
+        with first.shared():
+            log.append("case of the first grader")
+
+    timing = threading.Thread(target=timing_case)
+    timing.start()
+    timing_started.wait(5)
+    case = threading.Thread(target=correctness_case)
+    case.start()
+    _until(lambda: "pause idle worker of the first grader" in log)  # held back, it stops its idle workers
+    assert "case of the first grader" not in log
+    release.set()
+    for t in (timing, case):
+        t.join(5)
+    assert log == ["timing", "pause idle worker of the first grader", "timing ends",
+                   "resume idle worker of the first grader", "case of the first grader"]
