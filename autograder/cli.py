@@ -1,21 +1,25 @@
-"""The commands: `grade`, `check`, `release`, `gradescope build` and `verify`.
+"""The commands: `grade`, `grade-all`, `check`, `release`, `gradescope build` and `verify`.
 
 Results go to stdout, notes and errors to stderr; exit 2 means the input could not be used, 130 Ctrl-C."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import sys
 import tempfile
 import traceback
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from . import __version__
+from .batch import BatchOptions, ExportError, entry_line, grade_all
 from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
 from .release.bundle import BundleError, check_bundle_target, write_bundle
@@ -169,6 +173,50 @@ def cmd_release(args, ui: Terminal) -> int:
     return 0
 
 
+def cmd_grade_all(args, ui: Terminal) -> int:
+    if args.jobs < 1:
+        ui.error(f"--jobs {args.jobs}: at least one job is needed")
+        return USAGE_ERROR
+    only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip())
+    options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget)
+    try:
+        rubric = rubric_of(args, ui)
+        with batch_progress(ui) as progress:
+            rows = grade_all(rubric, Path(args.submissions), Path(args.out), options, ui.note, progress)
+    except (RubricError, ExportError, TierUnavailable, OSError) as exc:
+        ui.error(str(exc))
+        return USAGE_ERROR
+    counts = Counter(row["status"] for row in rows.values())
+    ui.out.print(f"{len(rows)} submissions in {Path(args.out) / 'grades.csv'}: "
+                 + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())), highlight=False)
+    return 0
+
+
+@contextlib.contextmanager
+def batch_progress(ui: Terminal):
+    """A progress bar with failures so far and an ETA on a terminal; otherwise one line per submission (-q: none)."""
+    failures = []
+    if ui.verbosity < 0:
+        yield lambda done, total, row: None
+    elif not ui.err.is_terminal:
+        def line(done: int, total: int, row: dict) -> None:
+            failures.extend([row["id"]] if row["status"] != "ok" else [])
+            ui.note(f"[{done}/{total}] {entry_line(row)}")
+        yield line
+    else:
+        columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} not ok"),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        with Progress(*columns, console=ui.err) as bar:
+            task = bar.add_task("grading", total=None, failed=0)
+
+            def advance(done: int, total: int, row: dict) -> None:
+                failures.extend([row["id"]] if row["status"] != "ok" else [])
+                bar.update(task, completed=done, total=total, failed=len(failures))
+                if ui.verbosity > 0 or row["status"] != "ok":
+                    bar.console.print(entry_line(row), markup=False, highlight=False)
+            yield advance
+
+
 def cmd_gradescope(args, ui: Terminal) -> int:
     out = Path(args.out)
     try:
@@ -220,6 +268,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--require-tier", choices=ORDER, default="same-user",
                    help="refuse to grade below this isolation tier (weakest to strongest: %(choices)s)")
     g.set_defaults(func=cmd_grade)
+
+    ga = sub.add_parser("grade-all", parents=[common], help="TAs: grade a class (a Gradescope export, zipped or not, or a folder "
+                                                            "of submissions) in parallel, resumably, into a gradebook")
+    ga.add_argument("submissions", help="a Gradescope 'Export Submissions' zip or folder, or a folder whose every entry is a submission")
+    ga.add_argument("--out", required=True, help="where grades.csv, results/, feedback/, summary.json and the journal go")
+    ga.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="submissions graded at once (default: the usable cores)")
+    ga.add_argument("--secret-file", type=Path, help="the secret that draws hidden inputs (default: $AUTOGRADER_SECRET, else OUT/secret.txt)")
+    ga.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to grade below this isolation tier")
+    ga.add_argument("--regrade", action="store_true", help="grade every submission again, even those already graded")
+    ga.add_argument("--only", help="grade only these submission ids (comma-separated)")
+    ga.add_argument("--budget", type=float, default=600.0, help="seconds one submission may take before it is stopped (default: 600)")
+    ga.set_defaults(func=cmd_grade_all)
 
     c = sub.add_parser("check", parents=[common], help="run the visible cases on your files, exactly as the grader does")
     c.add_argument("component", nargs="?", help="one component id, e.g. ngram (default: all)")

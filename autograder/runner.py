@@ -454,13 +454,16 @@ def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: d
     if plan.early:
         yield from (CaseResult(case, plan.early) for case in plan.cases)
         return
-    results = []
+    results, hung = [], _Hung()
     try:
         for case in plan.cases:
             if cancelled.is_set():
                 return
+            if hung.spent():
+                results.append(CaseResult(case, hung.outcome()))
+                continue
             with floor.alone(plan.slot) if case.check in TIMING else floor.shared(plan.slot):
-                results.append(run_case(case, plan.slot, expected, secret, speed))
+                results.append(hung.after(run_case(case, plan.slot, expected, secret, speed, hung.limit(case.timeout))))
     finally:
         with floor.shared():
             plan.slot.stop()
@@ -475,6 +478,38 @@ def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: d
         return
     review = {"review": {"file": plan.component.file, "forbidden_names": plan.named}} if plan.named else {}
     yield from (r.with_outcome(extra={**r.extra, **review}) for r in _causes_first(results))
+
+
+class _Hung:
+    """After a case of a component times out, its later cases share HUNG_BUDGET seconds, then fail at once: code
+    that hangs in one function costs a minute or so, not every case's full time limit."""
+
+    def __init__(self):
+        self.first: Case | None = None
+        self.left = HUNG_BUDGET
+
+    def limit(self, timeout: float) -> float:
+        return timeout if self.first is None else min(timeout, self.left)
+
+    def after(self, result: CaseResult) -> CaseResult:
+        if self.first is not None:
+            self.left -= result.seconds
+            if result.outcome.kind == "timeout":
+                return result.with_outcome(message=f"{result.output} Case {self.first.number} of this component timed out "
+                                                   f"before, so its later cases share {HUNG_BUDGET:g} s.")
+        elif result.outcome.kind == "timeout":
+            self.first = result.case
+        return result
+
+    def spent(self) -> bool:
+        return self.first is not None and self.left <= 0
+
+    def outcome(self) -> Outcome:
+        return Outcome("timeout", f"Not run: case {self.first.number} of this component timed out (an infinite loop, or far "
+                                  f"too slow), and the {HUNG_BUDGET:g} s its later cases share are spent.")
+
+
+HUNG_BUDGET = 30.0  # seconds: correct code never times out, so only code that hangs or crawls meets it
 
 
 def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
@@ -493,14 +528,14 @@ def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
     return noted
 
 
-def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed) -> CaseResult:
+def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, timeout: float | None = None) -> CaseResult:
     started = time.monotonic()
     counted = case.check not in TIMING or speed.graded
     if not counted and speed.policy.without_gpu == "skip":
         return CaseResult(case, Outcome("skipped", "Skipped: no GPU here, and timing cases are skipped without one.",
                                         extra={"device": speed.device}), counted=False)
     outcome = _outcome(student.start)  # under a start-up deadline of its own, not the case's time limit
-    proxy = student.proxy(Deadline.after(case.timeout))
+    proxy = student.proxy(Deadline.after(case.timeout if timeout is None else timeout))
     if outcome.passed:
         outcome = _outcome(lambda: CHECKS[case.check](Trial(case, proxy, expected, secret, speed), **case.params))
     if not counted and outcome.passed:

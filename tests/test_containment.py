@@ -6,6 +6,8 @@ import time
 import pytest
 from conftest import grade_folder, solutions_with
 
+from autograder import runner
+
 pytestmark = pytest.mark.slow  # every test here grades or starts a process
 
 SAMPLE = "        words = []\n        while len(words) < max_len:"
@@ -62,3 +64,20 @@ def test_only_the_worker_imports_the_submission(rubric, tmp_path):
     run = grade_folder(rubric, folder, tmp_path, component_ids=["ngram"])
     assert run.results and all(r.passed for r in run.results)
     assert not any(getattr(m, "__file__", None) and str(folder) in m.__file__ for m in list(sys.modules.values()))
+
+
+@pytest.mark.serial
+def test_code_that_hangs_in_every_case_costs_one_timeout_and_a_shared_budget(quick_rubric, tmp_path, monkeypatch):
+    # pad_sentence hangs, and nearly every ngram case calls it: each case would otherwise wait out its own limit.
+    monkeypatch.setattr(runner, "HUNG_BUDGET", 6.0)
+    folder = solutions_with(tmp_path, "ngram.py", '    """Pad one sentence for an n-gram model.',
+                            '    while True:\n        pass\n    """Pad one sentence for an n-gram model.')
+    started = time.monotonic()
+    run = grade_folder(quick_rubric, folder, tmp_path, component_ids=["ngram"])
+    elapsed = time.monotonic() - started
+    first, *later = [r for r in run.results if not r.passed]
+    assert first.outcome.kind == "timeout" and "did not finish within" in first.output
+    assert later and all(r.outcome.kind == "timeout" for r in later)
+    assert any(r.output.startswith("Not run: case 1.1 of this component timed out") for r in later)
+    assert elapsed < first.case.timeout + runner.HUNG_BUDGET + 10, elapsed
+    assert sum(r.case.timeout for r in [first, *later]) > 3 * elapsed  # what it would have cost without the budget

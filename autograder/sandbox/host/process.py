@@ -152,6 +152,7 @@ class Worker:
             "forbidden_calls": forbidden_calls,
             "preload": preloaded(forbidden_modules, imports),
             "student_id": tier.student_id,
+            "parent": None if tier.bwrap else os.getpid(),  # in bubblewrap, its PID namespace's init (which dies with us)
             "in_network_namespace": tier.bwrap is not None,
             "protected_pids": pids,
             "protected_pgids": pgids,

@@ -66,17 +66,24 @@ def sweep(student_uid: int | None = None) -> None:
     raise RuntimeError("student processes survived the sweep")
 
 
-def kill_tree(pid: int) -> None:
-    """Kill `pid` and every process below it (a grading process of a batch, with its workers), and reap those
-    that are, or become, this process's children."""
+def kill_tree(pid: int, uids: list[int]) -> list[int]:
+    """Kill `pid` and every process below it (a grading process of a batch, with its workers) or running as one of
+    `uids` (its students' at the root tier). Returns those below it: once `pid` is reaped they are this process's
+    children (it is their subreaper), for `reap`."""
     parents = {p: _parent_of(p) for p in map(int, filter(str.isdigit, os.listdir("/proc")))}
-    tree = [pid] + [p for p in parents if _descends(p, pid, parents)]
-    for p in tree:
+    below = [p for p in parents if _descends(p, pid, parents)]
+    for p in [pid, *below]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(p, signal.SIGKILL)
-    for p in tree:
+    for uid in uids:
+        _kill_uid(uid)
+    return below
+
+
+def reap(pids: list[int]) -> None:
+    for pid in pids:
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(p, 0)
+            os.waitpid(pid, 0)
 
 
 def still(worker: int, depth: int) -> int:

@@ -13,6 +13,7 @@ import importlib
 import io
 import os
 import resource
+import signal
 import sys
 import traceback
 
@@ -25,6 +26,7 @@ del sys.path[0]
 
 SUBMISSION_DIR = os.getcwd()
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+PR_SET_PDEATHSIG = 1
 PRINTED_CHARS = 2000  # of what student code prints during one request, kept for the reply; the rest is only counted
 
 
@@ -72,6 +74,9 @@ def isolate(hello: dict) -> dict:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader; set after the uid change, which clears it
+    if hello["parent"] is not None and os.getppid() != hello["parent"]:  # the grader died before that
+        os._exit(1)
     apply_limits(hello["limits"])
     try:
         seccomp.install(hello["protected_pids"], hello["protected_pgids"])

@@ -1,0 +1,112 @@
+"""`autograder grade-all`: a class's submissions graded in parallel, resumably, into a gradebook.
+
+inputs.py reads what to grade, journal.py remembers what is finished, jobs.py grades in parallel processes,
+gradebook.py writes the outputs. This module puts them together in one run.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..report import write_results
+from ..rubric import Rubric
+from .gradebook import feedback_md, grades_csv, max_score, points, summary_json, write_atomically
+from .inputs import ExportError, read_batch
+from .jobs import Jobs, Setup
+from .journal import Journal, grading_key, tree_digest
+
+__all__ = ["BatchOptions", "ExportError", "grade_all"]
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    jobs: int
+    secret_file: Path | None
+    require_tier: str
+    regrade: bool
+    only: tuple[str, ...]
+    budget: float  # seconds one submission may take before it is stopped (status timeout)
+
+
+def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, say, progress) -> dict:
+    """Grade what `source` holds into `out`; returns the rows of the gradebook (submission id -> row).
+    `say(text)` prints a note; `progress(done, total, row)` is called as each submission ends."""
+    started = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    entries, kind = read_batch(source, out / "unpacked")
+    if options.only:
+        unknown = sorted(set(options.only) - {e.id for e in entries})
+        if unknown:
+            raise ExportError(f"--only names submissions not in {source}: {', '.join(unknown)}")
+        entries = [e for e in entries if e.id in options.only]
+    secret, secret_file = _secret(out, options.secret_file, say)
+    key = grading_key(rubric.digest, tree_digest(rubric.solutions_dir), secret)
+    journal = Journal(out / "journal.jsonl")
+    contents = {e.id: e.digest() for e in entries}
+    todo = [e for e in entries if options.regrade or not journal.done(e.id, contents[e.id], key)]
+    before = {e.id: journal.latest[e.id] for e in todo if e.id in journal.latest}
+    say(f"{len(entries)} submissions ({kind} {source}); {len(entries) - len(todo)} already graded with this rubric, "
+        f"grader and secret; {len(todo)} to grade with {options.jobs} job{'s' * (options.jobs != 1)}")
+    by_id = {e.id: e for e in entries}
+    record = {"grader_version": __version__, "rubric": {"path": str(rubric.path), "sha256": rubric.digest},
+              "solutions_sha256": tree_digest(rubric.solutions_dir)}
+
+    def done(task: tuple[str, Path], reply: dict) -> None:
+        sid = task[0]
+        results = reply["results"]
+        write_results(out / "results" / sid / "results.json", results)
+        per_component, per_part = points(rubric, results)
+        row = {"id": sid, "content": contents[sid], "key": key, "status": reply["status"], "message": reply.get("message", ""),
+               "score": float(results.get("score", 0.0)), "max_score": max_score(rubric), "components": per_component,
+               "parts": per_part, "seconds": round(reply.get("seconds", 0.0), 2), "graded_at": time.time()}
+        write_atomically(out / "feedback" / f"{sid}.md", feedback_md(sid, row, results))
+        journal.record(row)  # last: until this line is on disk, the submission is not done
+        finished.append(sid)
+        progress(len(entries) - len(todo) + len(finished), len(entries), row)
+
+    finished: list[str] = []
+    lanes = max(1, len(os.sched_getaffinity(0)) // options.jobs)
+    setup = Setup(rubric.path, secret, (out.resolve(), source.resolve(), *([secret_file] if secret_file else [])),
+                  options.require_tier, out / ".timing.lock", lanes, os.getpid())
+    jobs = Jobs(options.jobs, setup, options.budget)
+    try:
+        if todo:
+            jobs.run([(e.id, e.path) for e in todo], done)
+    finally:
+        rows = {e.id: journal.latest[e.id] for e in entries if journal.done(e.id, contents[e.id], key)}
+        write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
+        write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": jobs.record},
+                                                            time.monotonic() - started))
+    for sid, old in sorted(before.items()):
+        new = rows.get(sid)
+        if new and new["score"] != old.get("score"):
+            say(f"changed: {sid}: {old.get('score', 0):g} -> {new['score']:g} ({new['score'] - old.get('score', 0):+g})")
+    return {sid: {**row, "submitters": by_id[sid].submitters} for sid, row in rows.items()}
+
+
+def _secret(out: Path, secret_file: Path | None, say) -> tuple[str, Path | None]:
+    """--secret-file, else $AUTOGRADER_SECRET, else the batch's own secret.txt in `out` (made on the first run, so
+    that a resumed batch draws the same hidden inputs)."""
+    if secret_file is not None:
+        return secret_file.read_text().strip(), secret_file.resolve()
+    if os.environ.get("AUTOGRADER_SECRET"):
+        return os.environ["AUTOGRADER_SECRET"], None
+    own = out / "secret.txt"
+    if not own.exists():
+        fd = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(16) + "\n")
+        say(f"note: no --secret-file and no $AUTOGRADER_SECRET: hidden inputs come from a new secret in {own}, which "
+            "later runs of this batch reuse")
+    return own.read_text().strip(), own.resolve()
+
+
+def entry_line(row: dict) -> str:
+    status = row["status"]
+    score = f"{row['score']:g}/{row['max_score']:g}" if status == "ok" else status
+    return f"{row['id']}: {score} ({row['seconds']:.1f} s)" + (f" {row['message']}" if row.get("message") else "")
+

@@ -1,0 +1,98 @@
+"""A batch's outputs: grades.csv, each submission's results.json and feedback, and summary.json, each written
+atomically (a temporary file renamed over the old one), so that a reader never sees half a file."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from ..rubric import Rubric
+from .inputs import Entry
+
+STATUSES = {
+    "ok": "graded",
+    "not_gradable": "nothing readable was submitted (no file the rubric grades, an unreadable zip or notebook)",
+    "timeout": "grading ran past the batch's budget per submission and was stopped",
+    "crashed": "the grading process died while grading it",
+    "infra_error": "the grader itself failed (its traceback is in the batch's log)",
+}
+FIXED = ["submission_id", "name", "sid", "email", "status", "score", "max_score"]
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def points(rubric: Rubric, results: dict) -> tuple[dict[str, float], dict[str, float]]:
+    """Points per component and per part from results.json's tests (each tagged with its component)."""
+    per_component = {c.id: 0.0 for c in rubric.components}
+    for test in results.get("tests", []):
+        if test.get("tags") and test["tags"][0] in per_component:
+            per_component[test["tags"][0]] += float(test.get("score", 0.0))
+    per_part: dict[str, float] = {}
+    for c in rubric.components:
+        per_part[c.part] = per_part.get(c.part, 0.0) + per_component[c.id]
+    return per_component, per_part
+
+
+def max_score(rubric: Rubric) -> float:
+    return sum(k.points for c in rubric.components for k in c.cases)
+
+
+def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:
+    """One row per submission, in the entries' order (sorted by id); a submission not graded yet has none."""
+    parts = list(dict.fromkeys(c.part for c in rubric.components))
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(FIXED + [c.id for c in rubric.components] + [f"part: {p}" for p in parts])
+    for entry in entries:
+        row = rows.get(entry.id)
+        if row is None:
+            continue
+        people = entry.submitters
+        fields = [entry.id, "; ".join(p.name for p in people), "; ".join(p.sid for p in people),
+                  "; ".join(p.email for p in people), row["status"], _number(row["score"]), _number(row["max_score"])]
+        graded = row["status"] == "ok"
+        fields += [_number(row["components"].get(c.id, 0.0)) if graded else "" for c in rubric.components]
+        fields += [_number(row["parts"].get(p, 0.0)) if graded else "" for p in parts]
+        writer.writerow(fields)
+    return out.getvalue()
+
+
+def _number(x: float) -> str:
+    return f"{x:.4f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
+
+
+def feedback_md(sid: str, row: dict, results: dict) -> str:
+    """What the student may read: each case's name, points and message (hidden cases' messages hold no values)."""
+    lines = [f"# Submission {sid}", "", f"Score: {_number(row['score'])} / {_number(row['max_score'])}", ""]
+    if row["status"] != "ok":
+        lines += [f"Not graded: {row['message']}", ""]
+    if results.get("output"):
+        lines += ["```", results["output"], "```", ""]
+    for test in results.get("tests", []):
+        hidden = "" if test.get("visibility", "visible") == "visible" else " (hidden case)"
+        lines += [f"## {test['number']} {test['name']}{hidden}: {_number(test['score'])} / {_number(test['max_score'])}", ""]
+        if test.get("output"):
+            lines += ["```", test["output"], "```", ""]
+    return "\n".join(lines)
+
+
+def summary_json(rubric: Rubric, rows: dict[str, dict], record: dict, seconds: float) -> str:
+    counts = Counter(row["status"] for row in rows.values())
+    return json.dumps({
+        "submissions": len(rows),
+        "statuses": {status: counts.get(status, 0) for status in STATUSES},
+        "max_score": max_score(rubric),
+        "component_max": {c.id: sum(k.points for k in c.cases) for c in rubric.components},
+        **record,
+        "wall_seconds": round(seconds, 1),
+    }, indent=2)

@@ -1,0 +1,165 @@
+"""Grading a batch's submissions in parallel: job processes, each grading one submission at a time.
+
+A job process loads the rubric and enters its isolation once, then grades whatever it is sent, exactly as
+`autograder grade` would, and sends back results.json's content. Its timing cases share a lock file with the
+other jobs (runner.Floor), so that a timing case runs with nothing else of the batch running. The batch
+(`Jobs`) watches each job: one that dies or overruns the per-submission budget is killed with everything it
+started, its submission gets a row saying so, and a fresh job takes its place.
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from ..report import failure_json, results_json
+from ..rubric import load_rubric
+from ..runner import grade
+from ..sandbox.host import reaper
+from ..sandbox.host.tiers import STUDENT_IDS, isolation_for
+from ..submission import SubmissionError, open_submission
+
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every job needs, sent once when it starts."""
+
+    config: Path
+    secret: str
+    hidden: tuple[Path, ...]  # what students must not read besides the grader's files: the batch's output, the secret
+    require_tier: str
+    timing_lock: Path
+    lanes: int
+    parent: int  # the batch's pid
+
+
+def job_main(conn: Connection, setup: Setup) -> None:
+    """A job process: grade each (id, path) received until told to stop (None); reply with a dict per submission."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the batch's to handle: it stops the jobs
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # a batch killed outright takes its jobs with it
+    if os.getppid() != setup.parent:
+        return
+    rubric = load_rubric(setup.config)
+    try:
+        isolation = isolation_for(rubric.path.parent, rubric.solutions_dir, list(setup.hidden), setup.require_tier).__enter__()
+    except Exception as exc:
+        conn.send({"fatal": f"{type(exc).__name__}: {exc}"})
+        return
+    conn.send({"ready": isolation.record(), "uids": [isolation.tier.with_id(k).student_id for k in range(STUDENT_IDS)]})
+    while (task := conn.recv()) is not None:
+        sid, path = task
+        conn.send(_grade_one(rubric, isolation, setup, path))
+
+
+def _grade_one(rubric, isolation, setup: Setup, path: Path) -> dict:
+    with tempfile.TemporaryDirectory(prefix="autograder-batch-") as scratch:
+        try:
+            submission = open_submission(path, Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
+        except SubmissionError as exc:
+            return {"status": "not_gradable", "message": str(exc), "results": failure_json(str(exc))}
+        try:
+            run = grade(rubric, submission, secret=setup.secret, isolation=isolation, lanes=setup.lanes, machine=setup.timing_lock)
+        except Exception as exc:  # the grader's own failure: no points, and the row says so
+            traceback.print_exc()
+            message = f"internal error ({type(exc).__name__}); course staff have been told"
+            return {"status": "infra_error", "message": message, "results": failure_json(message)}
+        return {"status": "ok", "message": "", "results": results_json(run, submission.account), "seconds": run.seconds}
+
+
+class _Job:
+    def __init__(self, context, setup: Setup):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=job_main, args=(child, setup), name="autograder-job", daemon=True)
+        self.process.start()
+        child.close()
+        reaper.worker_started(self.process.pid)  # a job is no stray for a sweep of this process's children
+        self.uids: list[int | None] = []
+        self.task: tuple[str, Path] | None = None
+        self.since = 0.0
+
+    def kill(self) -> None:
+        """The job and every process it started (its workers, and at the root tier whatever runs as its uids)."""
+        below = []
+        if self.process.exitcode is None:  # not yet reaped, so its pid is still its own
+            below = reaper.kill_tree(self.process.pid, [u for u in dict.fromkeys(self.uids) if u is not None])
+        self.process.join()
+        reaper.reap(below)
+        reaper.worker_stopped(self.process.pid)
+        self.conn.close()
+
+
+class Jobs:
+    """`count` job processes; `run(tasks, on_done)` grades each task, calling on_done(task, reply) as each ends."""
+
+    def __init__(self, count: int, setup: Setup, budget: float):
+        reaper.harden_parent()  # a killed job's workers become this process's orphans, to be reaped
+        self.context = multiprocessing.get_context("spawn")
+        self.count, self.setup, self.budget = count, setup, budget
+        self.jobs: list[_Job] = []
+        self.record: dict = {}
+
+    def run(self, tasks: list[tuple[str, Path]], on_done) -> None:
+        queue = list(tasks)
+        try:
+            while queue or any(j.task for j in self.jobs):
+                while len(self.jobs) < min(self.count, len(queue) + sum(1 for j in self.jobs if j.task)):
+                    self._start()
+                for job in self.jobs:
+                    if job.task is None and queue:
+                        job.task, job.since = queue.pop(0), time.monotonic()
+                        job.conn.send(job.task)
+                busy = [j for j in self.jobs if j.task]
+                ready = wait([j.conn for j in busy] + [j.process.sentinel for j in busy], timeout=1.0)
+                for job in busy:
+                    reply = None
+                    if job.conn in ready:
+                        try:
+                            reply = job.conn.recv()
+                        except (EOFError, OSError):
+                            reply = None
+                    if reply is not None:
+                        task, job.task = job.task, None
+                        on_done(task, reply)
+                    elif job.process.sentinel in ready or not job.process.is_alive():
+                        self._replace(job, on_done, "crashed", "the grading process died while grading this submission")
+                    elif time.monotonic() - job.since > self.budget:
+                        self._replace(job, on_done, "timeout", f"grading took longer than the batch's budget of {self.budget:g} s "
+                                      "per submission, so it was stopped")
+        finally:
+            self.stop()
+
+    def _start(self) -> None:
+        job = _Job(self.context, self.setup)
+        hello = job.conn.recv() if job.conn.poll(120) else {"fatal": "the grading process did not start within 120 s"}
+        if "fatal" in hello:
+            job.kill()
+            raise RuntimeError(f"a grading process could not start: {hello['fatal']}")
+        job.uids = hello["uids"]
+        self.record = hello["ready"]
+        self.jobs.append(job)
+
+    def _replace(self, job: _Job, on_done, status: str, message: str) -> None:
+        task = job.task
+        job.kill()
+        self.jobs.remove(job)
+        on_done(task, {"status": status, "message": message, "results": failure_json(message)})
+
+    def stop(self) -> None:
+        for job in self.jobs:
+            if job.task is None and job.process.is_alive():
+                try:
+                    job.conn.send(None)
+                except OSError:
+                    pass
+                job.process.join(10)
+            job.kill()
+        self.jobs = []
