@@ -1,30 +1,34 @@
 """Benchmarks of the grader on this machine; (re)writes BENCHMARKS.md.
 
-    .venv/bin/python benchmarks/run.py                  # everything: about 5 minutes on 2 cores
+    .venv/bin/python benchmarks/run.py                  # everything: about 20 minutes on 2 cores
     .venv/bin/python benchmarks/run.py --runs 10        # more repetitions of the timing verdict
-    .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --out /tmp/b.md
+    .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --class-size 0 --out /tmp/b.md
 
-Four measurements, each a section of the file: how long grading the reference
+Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
 reference is graded as a student; how deliberately slower (correct) variants
-are scored; and the reference solutions against PyTorch's built-ins, in-process.
+are scored; the reference solutions against PyTorch's built-ins, in-process;
+and a class of submissions graded one by one and with `grade-all`.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import dataclasses
 import datetime
+import json
 import math
 import os
 import platform
 import resource
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from statistics import median
 
@@ -39,6 +43,7 @@ from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files
 from autograder.submission import open_submission
 from autograder.timing import Policy, verdict
+from autograder.verify import load_mistakes, write_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -318,6 +323,81 @@ def against_builtins(rubric: Rubric, pairs: int) -> list[dict]:
 # ---------------------------------------------------------------- BENCHMARKS.md
 
 
+# ---------------------------------------------------------------- a class
+
+
+def make_class(rubric: Rubric, folder: Path, size: int) -> Path:
+    """`size` submissions built from solutions/: a quarter correct, half with one known mistake each (the
+    catalogue, in turn), a quarter broken (a syntax error in every file)."""
+    mistakes = load_mistakes(rubric)
+    folder.mkdir(parents=True)
+    for i in range(size):
+        kind = ("correct", "mistake", "mistake", "broken")[i % 4]
+        dest = folder / f"s{i:03d}-{kind}"
+        if kind == "mistake":
+            m = mistakes[(i // 2) % len(mistakes)]
+            write_variant(SOLUTIONS, rubric.component(m.component).file, m.old, m.new, dest)
+        else:
+            shutil.copytree(SOLUTIONS, dest)
+            if kind == "broken":
+                for f in dest.glob("*.py"):
+                    f.write_text("def broken(:\n" + f.read_text())
+    return folder
+
+
+def class_runs(rubric: Rubric, size: int, jobs: int, scratch: Path) -> dict:
+    """The same class graded one submission after another with `autograder grade`, then with `grade-all --jobs`,
+    then `grade-all` again (all finished: a resume with nothing to do); wall seconds of each, and the timing
+    verdicts of the correct submissions inside the batch."""
+    folder = make_class(rubric, scratch / "class", size)
+    secret = scratch / "secret.txt"
+    secret.write_text("bench-class\n")
+    cli = [sys.executable, "-m", "autograder"]
+    started = time.monotonic()
+    for sub in sorted(folder.iterdir()):
+        subprocess.run([*cli, "grade", str(sub), "--secret-file", str(secret), "-q", "--results", str(scratch / "one.json")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    one_by_one = time.monotonic() - started
+    out = scratch / "batch"
+    batch = [*cli, "grade-all", str(folder), "--out", str(out), "--jobs", str(jobs), "--secret-file", str(secret), "-q"]
+    started = time.monotonic()
+    subprocess.run(batch, check=True, stdout=subprocess.DEVNULL)
+    in_batch = time.monotonic() - started
+    started = time.monotonic()
+    subprocess.run(batch, check=True, stdout=subprocess.DEVNULL)
+    again = time.monotonic() - started
+    timing = []
+    for sub in sorted(folder.iterdir()):
+        if sub.name.endswith("-correct"):
+            tests = json.loads((out / "results" / sub.name / "results.json").read_text())["tests"]
+            timing += [t["score"] == t["max_score"] for t in tests if "timing" in t["tags"]]
+    statuses = Counter(row["status"] for row in csv.DictReader(open(out / "grades.csv")))
+    return {"size": size, "jobs": jobs, "one_by_one": one_by_one, "batch": in_batch, "again": again,
+            "timing_full": sum(timing), "timing_total": len(timing), "statuses": dict(statuses)}
+
+
+def section_class(result: dict | None) -> str:
+    if not result:
+        return "## 5. A class in one command\n\nNot measured in this run (`--class-size 0`)."
+    ratio = result["batch"] / result["one_by_one"]
+    return "\n\n".join([
+        "## 5. A class in one command",
+        f"{result['size']} submissions built from `solutions/` (a quarter correct, half with one known mistake of the "
+        "catalogue each, a quarter with a syntax error in every file), graded one after another with `autograder grade` "
+        f"(a process each, as a shell loop would), then with `autograder grade-all --jobs {result['jobs']}`, then "
+        "`grade-all` again on the finished batch.",
+        table(["", "seconds"], [["one after another (`grade` in a loop)", f"{result['one_by_one']:.0f}"],
+                                [f"`grade-all --jobs {result['jobs']}`", f"{result['batch']:.0f}"],
+                                ["`grade-all` again (nothing left to grade)", f"{result['again']:.1f}"]]),
+        f"Reading: the batch took {ratio:.2f} of the time of the loop; statuses "
+        f"{', '.join(f'{n} {s}' for s, n in sorted(result['statuses'].items()))}. Inside the batch the correct "
+        f"submissions kept full timing marks in {result['timing_full']} of {result['timing_total']} timing cases. "
+        "A single `grade` already keeps both cores busy (two lanes, section 1), so the batch gains from what the loop "
+        "pays per submission (a process start, the rubric's and torch's imports) and from the cores the loop leaves "
+        "idle while a timing case runs alone.",
+    ])
+
+
 def table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
@@ -511,6 +591,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs", type=int, default=200, help="interleaved pairs per built-in comparison (default 200)")
     parser.add_argument("--skip-slow-variants", action="store_true", help="leave out section 3")
     parser.add_argument("--skip-builtins", action="store_true", help="leave out section 4")
+    parser.add_argument("--class-size", type=int, default=40, help="submissions in the class of section 5 (0: leave it out)")
     parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md", help="where to write (default BENCHMARKS.md)")
     args = parser.parse_args(argv)
 
@@ -538,10 +619,16 @@ def main(argv: list[str] | None = None) -> None:
             variants = slow_variants(timing_rubric, tier, Path(scratch))
     log("built-ins")
     against = [] if args.skip_builtins else against_builtins(rubric, args.pairs)
+    klass = None
+    if args.class_size:
+        log(f"a class of {args.class_size}")
+        with tempfile.TemporaryDirectory() as scratch:
+            klass = class_runs(rubric, args.class_size, len(os.sched_getaffinity(0)), Path(scratch))
 
     text = "\n\n".join([section_machine(machine(tier), command, started, time.monotonic() - clock),
                         section_wall(grades, startup, overhead), section_stability(per_case, rubric.timing),
-                        section_variants(variants, rubric.timing), section_builtins(against, args.pairs)])
+                        section_variants(variants, rubric.timing), section_builtins(against, args.pairs),
+                        section_class(klass)])
     args.out.write_text(text + "\n")
     log(f"wrote {args.out}")
 

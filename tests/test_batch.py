@@ -166,9 +166,30 @@ def grade_all(*args) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def workers_alive() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "autograder-worker-" in line or "autograder-job" in line]
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` now (its jobs and their workers, bubblewrap's too)."""
+    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    return {pid for pid in pids if _state(pid) not in (None, "Z")}
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 @pytest.mark.slow
@@ -184,12 +205,16 @@ def test_a_batch_killed_outright_resumes_and_matches_grading_each_alone(tmp_path
     while not (journal.exists() and journal.read_text().count("\n") >= 2) and first.poll() is None:
         assert time.monotonic() < deadline, "no submission finished in 120 s"
         time.sleep(0.1)
+    below = descendants(first.pid)
+    assert len(below) > 2  # its jobs and at least one worker
     os.kill(first.pid, signal.SIGKILL)  # the whole batch, at once: no handler runs
     first.wait()
     done_before = journal.read_text().count("\n")
     assert done_before < 6, "the batch finished before it could be killed"
-    time.sleep(1)
-    assert workers_alive() == []  # its jobs and their workers died with it
+    deadline = time.monotonic() + 10
+    while alive(below) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(below)  # its jobs and their workers died with it
 
     second = grade_all(*args)
     output, _ = second.communicate(timeout=300)
