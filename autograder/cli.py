@@ -1,4 +1,4 @@
-"""The commands: `grade`, `grade-all`, `check`, `release`, `gradescope build` and `verify`.
+"""The commands: `grade`, `grade-all`, `report`, `check`, `release`, `gradescope build` and `verify`.
 
 Results go to stdout, notes and errors to stderr; exit 2 means the input could not be used, 130 Ctrl-C."""
 from __future__ import annotations
@@ -19,7 +19,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from . import __version__
-from .batch import BatchOptions, ExportError, entry_line, grade_all
+from .batch import BatchOptions, ExportError, build_report, entry_line, grade_all
+from .batch.report import DEFAULT_THRESHOLD
 from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
 from .release.bundle import BundleError, check_bundle_target, write_bundle
@@ -178,7 +179,7 @@ def cmd_grade_all(args, ui: Terminal) -> int:
         ui.error(f"--jobs {args.jobs}: at least one job is needed")
         return USAGE_ERROR
     only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip())
-    options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget)
+    options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget, args.similarity)
     try:
         rubric = rubric_of(args, ui)
         with batch_progress(ui) as progress:
@@ -215,6 +216,20 @@ def batch_progress(ui: Terminal):
                 if ui.verbosity > 0 or row["status"] != "ok":
                     bar.console.print(entry_line(row), markup=False, highlight=False)
             yield advance
+
+
+def cmd_report(args, ui: Terminal) -> int:
+    out = Path(args.dir)
+    try:
+        rubric = rubric_of(args, ui)
+        if not (out / "grades.csv").is_file() or not (out / "summary.json").is_file():
+            raise ExportError(f"{out} is not a finished batch: it holds no grades.csv and summary.json (autograder grade-all --out)")
+        build_report(out, rubric, args.similarity)
+    except (RubricError, ExportError, OSError) as exc:
+        ui.error(str(exc))
+        return USAGE_ERROR
+    ui.out.print(f"wrote {out / 'report.html'} and {out / 'report.json'}", highlight=False)
+    return 0
 
 
 def cmd_gradescope(args, ui: Terminal) -> int:
@@ -279,7 +294,15 @@ def build_parser() -> argparse.ArgumentParser:
     ga.add_argument("--regrade", action="store_true", help="grade every submission again, even those already graded")
     ga.add_argument("--only", help="grade only these submission ids (comma-separated)")
     ga.add_argument("--budget", type=float, default=600.0, help="seconds one submission may take before it is stopped (default: 600)")
+    ga.add_argument("--similarity", type=float, default=DEFAULT_THRESHOLD,
+                    help="the report flags pairs of files sharing at least this share of their tokens (default: %(default)s)")
     ga.set_defaults(func=cmd_grade_all)
+
+    rp = sub.add_parser("report", parents=[common], help="staff: (re)write the class report of a finished grade-all folder, without regrading")
+    rp.add_argument("dir", help="the --out folder of grade-all")
+    rp.add_argument("--similarity", type=float, default=DEFAULT_THRESHOLD,
+                    help="flag pairs of files sharing at least this share of their tokens (default: %(default)s)")
+    rp.set_defaults(func=cmd_report)
 
     c = sub.add_parser("check", parents=[common], help="run the visible cases on your files, exactly as the grader does")
     c.add_argument("component", nargs="?", help="one component id, e.g. ngram (default: all)")

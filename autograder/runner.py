@@ -465,7 +465,7 @@ def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: d
             with floor.alone(plan.slot) if case.check in TIMING else floor.shared(plan.slot):
                 results.append(hung.after(run_case(case, plan.slot, expected, secret, speed, hung.limit(case.timeout))))
     finally:
-        with floor.shared():
+        with floor.shared(plan.slot):  # busy: another process's timing case does not pause it while it stops
             plan.slot.stop()
             reaper.sweep(plan.tier.student_id)  # what the student left running dies before the lane's next component starts
     held.update(plan.slot.held)

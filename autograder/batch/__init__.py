@@ -18,8 +18,9 @@ from .gradebook import feedback_md, grades_csv, max_score, points, summary_json,
 from .inputs import ExportError, read_batch
 from .jobs import Jobs, Setup
 from .journal import Journal, grading_key, tree_digest
+from .report import DEFAULT_THRESHOLD, build_report
 
-__all__ = ["BatchOptions", "ExportError", "grade_all"]
+__all__ = ["BatchOptions", "ExportError", "build_report", "grade_all"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class BatchOptions:
     regrade: bool
     only: tuple[str, ...]
     budget: float  # seconds one submission may take before it is stopped (status timeout)
+    similarity: float = DEFAULT_THRESHOLD  # the report flags pairs of files sharing this share of their tokens
 
 
 def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, say, progress) -> dict:
@@ -53,7 +55,7 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         f"grader and secret; {len(todo)} to grade with {options.jobs} job{'s' * (options.jobs != 1)}")
     by_id = {e.id: e for e in entries}
     record = {"grader_version": __version__, "rubric": {"path": str(rubric.path), "sha256": rubric.digest},
-              "solutions_sha256": tree_digest(rubric.solutions_dir)}
+              "solutions_sha256": tree_digest(rubric.solutions_dir), "source": str(source.resolve())}
 
     def done(task: tuple[str, Path], reply: dict) -> None:
         sid = task[0]
@@ -81,6 +83,11 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
         write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": jobs.record},
                                                             time.monotonic() - started))
+    try:
+        build_report(out, rubric, options.similarity)
+        say(f"report: {out / 'report.html'}")
+    except ImportError as exc:  # matplotlib and copydetect come with the `batch` extra
+        say(f"no report: {exc.name} is not installed (pip install -e '.[batch]' adds it; then autograder report {out})")
     for sid, old in sorted(before.items()):
         new = rows.get(sid)
         if new and new["score"] != old.get("score"):

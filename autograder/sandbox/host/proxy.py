@@ -115,14 +115,17 @@ class Slot:
     def paused(self):
         """Whatever runs of this slot's worker (if one is started) stopped, and what it left running killed, while
         something else is timed."""
-        if self.worker is None:
-            yield
-            return
-        pid = reaper.still(self.worker.proc.pid, 2 if self.worker.in_bwrap else 0)
+        worker = self.worker
+        try:
+            pid = reaper.still(worker.proc.pid, 2 if worker.in_bwrap else 0) if worker else None
+        except ProcessLookupError:  # it died meanwhile: nothing of it runs
+            pid = None
         try:
             yield
         finally:
-            os.kill(pid, signal.SIGCONT)
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
 
 class Proxy:
