@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import secrets
 import sys
@@ -221,11 +222,13 @@ def batch_progress(ui: Terminal):
 def cmd_report(args, ui: Terminal) -> int:
     out = Path(args.dir)
     try:
-        rubric = rubric_of(args, ui)
         if not (out / "grades.csv").is_file() or not (out / "summary.json").is_file():
             raise ExportError(f"{out} is not a finished batch: it holds no grades.csv and summary.json (autograder grade-all --out)")
-        build_report(out, rubric, args.similarity)
-    except (RubricError, ExportError, OSError) as exc:
+        graded_with = json.loads((out / "summary.json").read_text()).get("rubric", {}).get("path")
+        if not args.config and graded_with and Path(graded_with).is_file():
+            args.config = graded_with  # the rubric that graded the batch, unless another is asked for
+        build_report(out, rubric_of(args, ui), args.similarity)
+    except (RubricError, ExportError, OSError, ValueError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
     ui.out.print(f"wrote {out / 'report.html'} and {out / 'report.json'}", highlight=False)

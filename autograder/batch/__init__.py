@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +89,9 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         say(f"report: {out / 'report.html'}")
     except ImportError as exc:  # matplotlib and copydetect come with the `batch` extra
         say(f"no report: {exc.name} is not installed (pip install -e '.[batch]' adds it; then autograder report {out})")
+    except Exception as exc:  # the grades are written: a report that fails must not take them with it
+        traceback.print_exc()
+        say(f"no report: it failed ({type(exc).__name__}: {exc}); the grades are complete. `autograder report {out}` tries again")
     for sid, old in sorted(before.items()):
         new = rows.get(sid)
         if new and new["score"] != old.get("score"):

@@ -16,6 +16,8 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from ..rubric import Rubric, read_yaml
 from ..submission import SubmissionError, open_submission
 from ..verify import CATALOG, Mistake, MistakesError
@@ -25,6 +27,7 @@ from .inputs import read_batch
 LIKELY = re.compile(r"Likely mistake: (.+?)\.(?:\s|$)")
 SIMILARITY_K, SIMILARITY_WINDOW = 25, 1  # copydetect's noise threshold (tokens) and winnowing window
 DEFAULT_THRESHOLD = 0.8  # the share of a file's tokens found in the other's, above which a pair is flagged
+SIDE_BY_SIDE, LISTED = 50, 500  # flagged pairs shown side by side, and listed, on the page (report.json lists all)
 
 
 def build_report(out: Path, rubric: Rubric, threshold: float = DEFAULT_THRESHOLD) -> dict:
@@ -43,7 +46,9 @@ def build_report(out: Path, rubric: Rubric, threshold: float = DEFAULT_THRESHOLD
         "operations": _operations(rows, results),
         "similarity": _similarity(rubric, summary, out, threshold),
     }
-    write_atomically(out / "report.json", json.dumps(data, indent=2))
+    pairs = data["similarity"]["pairs"]
+    as_data = {**data, "similarity": {**data["similarity"], "pairs": [{k: v for k, v in p.items() if k != "code"} for p in pairs]}}
+    write_atomically(out / "report.json", json.dumps(as_data, indent=2))
     write_atomically(out / "report.html", _page(rubric, data, summary))
     return data
 
@@ -66,7 +71,7 @@ def _scores(rubric: Rubric, graded: list[dict]) -> dict:
 
     total = sum(k.points for c in rubric.components for k in c.cases)
     return {"total": describe([float(r["score"]) for r in graded], total),
-            "components": {c.id: describe([float(r[c.id] or 0) for r in graded], sum(k.points for k in c.cases))
+            "components": {c.id: describe([float(r.get(c.id) or 0) for r in graded], sum(k.points for k in c.cases))
                            for c in rubric.components}}
 
 
@@ -155,7 +160,7 @@ def _similarity(rubric: Rubric, summary: dict, out: Path, threshold: float) -> d
     source = summary.get("source")
     if not source or not Path(source).exists():
         return {"threshold": threshold, "pairs": [], "groups": [], "note": "the submissions are not where the batch read them"}
-    starter = rubric.path.parent / "starter"
+    starter = (rubric.solutions_dir or rubric.path.parent).parent / "starter"  # beside solutions/, as the course has it
     entries, _ = read_batch(Path(source), out / "unpacked")
     pairs = []
     with tempfile.TemporaryDirectory(prefix="autograder-report-") as scratch:
@@ -166,8 +171,8 @@ def _similarity(rubric: Rubric, summary: dict, out: Path, threshold: float) -> d
             except SubmissionError:
                 continue
         for c in rubric.components:
-            boilerplate = CodeFingerprint(str(starter / c.file), SIMILARITY_K, SIMILARITY_WINDOW).hashes \
-                if (starter / c.file).is_file() else []
+            given = CodeFingerprint(str(starter / c.file), SIMILARITY_K, SIMILARITY_WINDOW).hashes if (starter / c.file).is_file() else ()
+            boilerplate = np.array(sorted(given), dtype=np.int64)
             prints = {sid: CodeFingerprint(str(d / c.file), SIMILARITY_K, SIMILARITY_WINDOW, boilerplate)
                       for sid, d in code.items() if (d / c.file).is_file()}
             for (a, fa), (b, fb) in itertools.combinations(sorted(prints.items()), 2):
@@ -176,6 +181,8 @@ def _similarity(rubric: Rubric, summary: dict, out: Path, threshold: float) -> d
                     pairs.append({"file": c.file, "a": a, "b": b, "similarity": [round(float(sa), 3), round(float(sb), 3)],
                                   "tokens": int(overlap), "code": [fa.raw_code, fb.raw_code]})
     pairs.sort(key=lambda p: (-min(p["similarity"]), p["a"], p["b"], p["file"]))
+    for p in pairs[SIDE_BY_SIDE:]:
+        del p["code"]  # the page shows the most similar pairs side by side; the rest are listed
     return {"threshold": threshold, "pairs": pairs, "groups": _groups(pairs)}
 
 
@@ -317,8 +324,11 @@ def _page(rubric: Rubric, data: dict, summary: dict) -> str:
               _table(["submissions", "size"], [[", ".join(g), len(g)] for g in sim["groups"]]),
               _table(["submissions", "files (similarity of each side)"],
                      [[f"{a} and {b}", "; ".join(f"{p['file']} ({p['similarity'][0]:.0%} / {p['similarity'][1]:.0%})" for p in ps)]
-                      for (a, b), ps in _by_pair(sim["pairs"]).items()])]
-    for p in sim["pairs"]:
+                      for (a, b), ps in list(_by_pair(sim["pairs"]).items())[:LISTED]])]
+    if len(_by_pair(sim["pairs"])) > LISTED:
+        parts.append(f"<p>The {LISTED} most similar pairs of submissions are listed; report.json lists all "
+                     f"{len(_by_pair(sim['pairs']))}.</p>")
+    for p in sim["pairs"][:SIDE_BY_SIDE]:
         parts.append(f"<details><summary>{html.escape(p['file'])}: {html.escape(p['a'])} and {html.escape(p['b'])}</summary>"
                      f"<div class=pair><pre>{html.escape(p['code'][0])}</pre><pre>{html.escape(p['code'][1])}</pre></div></details>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#111}table{border-collapse:collapse;margin:1em 0}"
