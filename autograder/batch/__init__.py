@@ -85,7 +85,8 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": jobs.record},
                                                             time.monotonic() - started))
     try:
-        build_report(out, rubric, options.similarity)
+        if finished or not (out / "report.html").exists():  # nothing new: the report stands
+            build_report(out, rubric, options.similarity)
         say(f"report: {out / 'report.html'}")
     except ImportError as exc:  # matplotlib and copydetect come with the `batch` extra
         say(f"no report: {exc.name} is not installed (pip install -e '.[batch]' adds it; then autograder report {out})")

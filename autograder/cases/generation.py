@@ -17,7 +17,6 @@ what a short run cannot: a weight that no gradient reaches, and positions that s
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
 import math
 from collections import Counter
@@ -224,17 +223,6 @@ def corpus() -> tuple[int, torch.Tensor, torch.Tensor]:
     return len(chars), ids[:cut], ids[cut:]
 
 
-@contextlib.contextmanager
-def one_thread():
-    """Tiny models train many times faster on one thread than on several competing ones (as in the worker)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 class Here:
     """The training loop's operations run in this process (the reference)."""
 
@@ -374,8 +362,7 @@ def training(t, steps: int = TRAIN_STEPS, batch: int = TRAIN_BATCH, lr: float = 
     if init == "grader":  # from its own initialisation a correct model may start with zero gradients (zeroed projections)
         reached(t, model, reference, *batches[0], on_batch)
 
-    with one_thread():
-        ref_losses = t.expect(lambda ref: train(Here, reference, batches, lr))
+    ref_losses = t.expect(lambda ref: train(Here, reference, batches, lr))  # on one thread, as grade() runs the reference
     losses = train(InWorker(t.student), model, batches, lr)
     run = f"{what} trained by the grader ({steps} AdamW steps, lr {lr:g}, batches of {batch} windows of {n} characters"
     run += ", from the grader's weights)" if init == "grader" else ", from your own initialisation)"

@@ -98,7 +98,9 @@ def still(worker: int, depth: int) -> int:
         node = min((p for p, parent in parents.items() if parent == node), key=_start_time, default=node)
         keep.add(node)
     below = [pid for pid in parents if pid not in keep and _descends(pid, worker, parents)]
-    for pid in below + [pid for pid in _children() if pid not in _live_workers]:
+    with _starting:  # a worker being started, or the sweep's own killer, is no orphan
+        strays = [pid for pid in _children() if pid not in _live_workers]
+    for pid in below + strays:
         _kill_and_reap(pid)
     os.kill(node, signal.SIGSTOP)
     # Signals land asynchronously: wait until the killed are dead and the worker has stopped.
