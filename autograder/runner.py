@@ -129,8 +129,7 @@ def grade(
     todo = [(c, [k for k in c.cases if k.visible or not visible_only]) for c in components]
     run.hidden_not_run = sum(len(c.cases) - len(cases) + c.not_here for c, cases in todo)
     timed = [k for _, cases in todo for k in cases if k.check in TIMING]
-    speed = Speed(rubric.timing, rubric.solutions_dir, isolation.tier,
-                  Limits(cpu_seconds=int(sum(k.timeout for k in timed)) + 60, memory_bytes=rubric.memory_mb << 20))
+    speed = Speed(rubric.timing, rubric.solutions_dir, isolation.tier, _limits(timed, rubric))
     floor, report = Floor(machine), _InOrder(run, on_result)
     count = max(1, min(lanes or len(os.sched_getaffinity(0)), LANES, len(todo)))
     # The costliest component first, then the rest in the rubric's order (the first parts of a course are the
@@ -437,10 +436,14 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
         message = f"{component.file} (with the files it imports) was refused before any of it ran: " + "; ".join(tampering) + "."
         return _Plan(component, cases, tier, early=Outcome("refused", message))
     named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
-    limits = Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
     imports = tuple(dict.fromkeys(m for c in cases for m in IMPORTS.get(c.check, ())))
-    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, limits, tier, imports)
+    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, _limits(cases, rubric), tier, imports)
     return _Plan(component, cases, tier, slot, named=named)
+
+
+def _limits(cases: list[Case], rubric: Rubric) -> Limits:
+    """A worker's limits for these cases: their time limits and a minute in CPU seconds, the rubric's memory."""
+    return Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
 
 
 def _start_quietly(slot: Slot) -> None:

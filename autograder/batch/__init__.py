@@ -47,7 +47,8 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
             raise ExportError(f"--only names submissions not in {source}: {', '.join(unknown)}")
         entries = [e for e in entries if e.id in options.only]
     secret, secret_file = _secret(out, options.secret_file, say)
-    key = grading_key(rubric.digest, tree_digest(rubric.solutions_dir), secret)
+    solutions = tree_digest(rubric.solutions_dir)
+    key = grading_key(rubric.digest, solutions, secret)
     journal = Journal(out / "journal.jsonl")
     contents = {e.id: e.digest() for e in entries}
     todo = [e for e in entries if options.regrade or not journal.done(e.id, contents[e.id], key)]
@@ -56,7 +57,7 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         f"grader and secret; {len(todo)} to grade with {options.jobs} job{'s' * (options.jobs != 1)}")
     by_id = {e.id: e for e in entries}
     record = {"grader_version": __version__, "rubric": {"path": str(rubric.path), "sha256": rubric.digest},
-              "solutions_sha256": tree_digest(rubric.solutions_dir), "source": str(source.resolve())}
+              "solutions_sha256": solutions, "source": str(source.resolve())}
 
     def done(task: tuple[str, Path], reply: dict) -> None:
         sid = task[0]
@@ -75,14 +76,14 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     lanes = max(1, len(os.sched_getaffinity(0)) // options.jobs)
     setup = Setup(rubric.path, secret, (out.resolve(), source.resolve(), *([secret_file] if secret_file else [])),
                   options.require_tier, out / ".timing.lock", lanes, os.getpid())
-    jobs = Jobs(options.jobs, setup, options.budget)
+    isolation: dict = {}  # what the jobs' walls were, as their first one reported (none started: nothing to grade)
     try:
         if todo:
-            jobs.run([(e.id, e.path) for e in todo], done)
+            isolation = Jobs(options.jobs, setup, options.budget).run([(e.id, e.path) for e in todo], done)
     finally:
         rows = {e.id: journal.latest[e.id] for e in entries if journal.done(e.id, contents[e.id], key)}
         write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
-        write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": jobs.record},
+        write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": isolation},
                                                             time.monotonic() - started))
     try:
         if finished or not (out / "report.html").exists():  # nothing new: the report stands

@@ -43,8 +43,12 @@ def points(rubric: Rubric, results: dict) -> tuple[dict[str, float], dict[str, f
     return per_component, per_part
 
 
+def component_max(component) -> float:
+    return sum(k.points for k in component.cases)
+
+
 def max_score(rubric: Rubric) -> float:
-    return sum(k.points for c in rubric.components for k in c.cases)
+    return sum(component_max(c) for c in rubric.components)
 
 
 def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:
@@ -92,7 +96,7 @@ def summary_json(rubric: Rubric, rows: dict[str, dict], record: dict, seconds: f
         "submissions": len(rows),
         "statuses": {status: counts.get(status, 0) for status in STATUSES},
         "max_score": max_score(rubric),
-        "component_max": {c.id: sum(k.points for k in c.cases) for c in rubric.components},
+        "component_max": {c.id: component_max(c) for c in rubric.components},
         **record,
         "wall_seconds": round(seconds, 1),
     }, indent=2)

@@ -8,6 +8,7 @@ started, its submission gets a row saying so, and a fresh job takes its place.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -105,14 +106,15 @@ class Jobs:
         self.context = multiprocessing.get_context("spawn")
         self.count, self.setup, self.budget = count, setup, budget
         self.jobs: list[_Job] = []
-        self.record: dict = {}
 
-    def run(self, tasks: list[tuple[str, Path]], on_done) -> None:
-        queue = list(tasks)
+    def run(self, tasks: list[tuple[str, Path]], on_done) -> dict:
+        """Grade every task; returns the isolation the jobs graded under, as the first of them reported it."""
+        queue, record = list(tasks), {}
         try:
             while queue or any(j.task for j in self.jobs):
                 while len(self.jobs) < min(self.count, len(queue) + sum(1 for j in self.jobs if j.task)):
-                    self._start()
+                    started = self._start()
+                    record = record or started
                 for job in self.jobs:
                     if job.task is None and queue:
                         job.task, job.since = queue.pop(0), time.monotonic()
@@ -122,10 +124,8 @@ class Jobs:
                 for job in busy:
                     reply = None
                     if job.conn in ready:
-                        try:
+                        with contextlib.suppress(EOFError, OSError):  # a job that died mid-reply: its sentinel says so
                             reply = job.conn.recv()
-                        except (EOFError, OSError):
-                            reply = None
                     if reply is not None:
                         task, job.task = job.task, None
                         on_done(task, reply)
@@ -136,16 +136,17 @@ class Jobs:
                                       "per submission, so it was stopped")
         finally:
             self.stop()
+        return record
 
-    def _start(self) -> None:
+    def _start(self) -> dict:
         job = _Job(self.context, self.setup)
         hello = job.conn.recv() if job.conn.poll(120) else {"fatal": "the grading process did not start within 120 s"}
         if "fatal" in hello:
             job.kill()
             raise RuntimeError(f"a grading process could not start: {hello['fatal']}")
         job.uids = hello["uids"]
-        self.record = hello["ready"]
         self.jobs.append(job)
+        return hello["ready"]
 
     def _replace(self, job: _Job, on_done, status: str, message: str) -> None:
         task = job.task

@@ -21,7 +21,7 @@ import numpy as np
 from ..rubric import Rubric, read_yaml
 from ..submission import SubmissionError, open_submission
 from ..verify import CATALOG, Mistake, MistakesError
-from .gradebook import write_atomically
+from .gradebook import component_max, max_score, write_atomically
 from .inputs import read_batch
 
 LIKELY = re.compile(r"Likely mistake: (.+?)\.(?:\s|$)")
@@ -69,9 +69,8 @@ def _scores(rubric: Rubric, graded: list[dict]) -> dict:
                 "median": statistics.median(values) if values else None,
                 "full_marks": sum(v >= maximum for v in values) / len(values) if values else None}
 
-    total = sum(k.points for c in rubric.components for k in c.cases)
-    return {"total": describe([float(r["score"]) for r in graded], total),
-            "components": {c.id: describe([float(r.get(c.id) or 0) for r in graded], sum(k.points for k in c.cases))
+    return {"total": describe([float(r["score"]) for r in graded], max_score(rubric)),
+            "components": {c.id: describe([float(r.get(c.id) or 0) for r in graded], component_max(c))
                            for c in rubric.components}}
 
 
