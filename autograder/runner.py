@@ -31,8 +31,9 @@ from .outcome import INTERNAL_ERROR, PASSED, Ended, Outcome
 from .reference import Reference
 from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
-from .sandbox.host.process import Deadline, Limits
+from .sandbox.host.process import Deadline, Limits, forkable, start_template
 from .sandbox.host.proxy import Slot
+from .sandbox.host.template import Template
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
 from .submission import Submission
 from .timing import Speed, Verdict
@@ -141,8 +142,13 @@ def grade(
     timing = [pos for pos, i in enumerate(order) if any(k.check in TIMING for k in todo[i][1])]
     if timing:
         order.insert(timing[1] if len(timing) > 1 else len(order), None)
+    # The submission's workers fork from one template (sandbox/host/template.py) that imports torch while the grader
+    # plans. It starts on this thread: a parent-death signal follows the thread that started the process, and the
+    # lanes' threads end before grading does.
+    forks = any(c.file in submission.files and forkable(c.forbidden_modules) for c, cases in todo if cases)
+    template = start_template(isolation.tier) if forks else None
     pipeline = _Pipeline(order, floor, isolation.tier, speed.reference,
-                         lambda i, tier: _plan(*todo[i], submission, rubric, tier))
+                         lambda i, tier: _plan(*todo[i], submission, rubric, tier, template))
 
     def lane() -> None:
         for i, plan in pipeline.components():
@@ -163,6 +169,8 @@ def grade(
             pool.shutdown(wait=True)
             pipeline.stop()
             speed.stop()
+            if template:
+                template.close()
     run.seconds = time.monotonic() - started
     return run
 
@@ -427,7 +435,8 @@ class _Plan:
     named: list = field(default_factory=list)  # forbidden names in the component's files, run or not
 
 
-def _plan(component: Component, cases: list[Case], submission: Submission, rubric: Rubric, tier: Tier) -> _Plan:
+def _plan(component: Component, cases: list[Case], submission: Submission, rubric: Rubric, tier: Tier,
+          template: Template | None) -> _Plan:
     if component.file not in submission.files:
         message = submission.problems.get(component.file, f"Not submitted: {component.file} was not found in the submission.")
         return _Plan(component, cases, tier, early=Outcome("not_submitted", message))
@@ -437,7 +446,8 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
         return _Plan(component, cases, tier, early=Outcome("refused", message))
     named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
     imports = tuple(dict.fromkeys(m for c in cases for m in IMPORTS.get(c.check, ())))
-    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, _limits(cases, rubric), tier, imports)
+    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, _limits(cases, rubric), tier, imports,
+                template)
     return _Plan(component, cases, tier, slot, named=named)
 
 

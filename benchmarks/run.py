@@ -38,8 +38,9 @@ from autograder.cases import TIMING
 from autograder.rubric import Rubric, load_rubric
 from autograder.reference import Reference
 from autograder.runner import GradeRun, grade
-from autograder.sandbox.host.process import Deadline, Limits, Worker
+from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, Worker, start_template
 from autograder.sandbox.host.proxy import Slot
+from autograder.sandbox.host.template import Template
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files
 from autograder.submission import open_submission
 from autograder.timing import Policy, verdict
@@ -106,7 +107,8 @@ def full_grades(rubric: Rubric, tier: Tier, runs: int) -> list[dict]:
     case seconds, requests and worker starts."""
     out = []
     for i in range(runs):
-        with counting(Worker, "exchange") as requests, counting(Worker, "__init__") as starts:
+        with counting(Worker, "exchange") as requests, counting(Started, "__init__") as started, \
+                counting(Template, "__init__") as templates, counting(Forked, "__init__") as forked:
             busy, own = _busy_cpu(), _own_cpu()
             run = grade_folder(rubric, SOLUTIONS, tier, f"bench-full-{i}")
             busy, own = _busy_cpu() - busy, _own_cpu() - own
@@ -114,7 +116,7 @@ def full_grades(rubric: Rubric, tier: Tier, runs: int) -> list[dict]:
         for r in run.results:
             per_component[r.case.component] += r.seconds
         out.append({"wall": run.seconds, "busy": busy, "own": own, "components": dict(per_component),
-                    "requests": requests[0], "starts": starts[0],
+                    "requests": requests[0], "starts": started[0] + templates[0], "forks": forked[0],
                     "cases": {f"{r.case.number} [{r.case.component}] {r.case.name}": r.seconds for r in run.results},
                     "timing": sum(r.seconds for r in run.results if r.case.check in TIMING),
                     "score": sum(r.score for r in run.results), "max": sum(r.max_score for r in run.results)})
@@ -132,20 +134,26 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def worker_startup(tier: Tier, runs: int = 5) -> tuple[float, float]:
-    """Median seconds to start a worker and get its hello reply, and to its first torch call (which imports torch)."""
-    hello, first_torch = [], []
-    for _ in range(runs):
-        slot = Slot(SOLUTIONS, [], [], Limits(), tier)
-        try:
-            started = time.perf_counter()
-            slot.start()
-            hello.append(time.perf_counter() - started)
-            slot.proxy(Deadline.after(60)).torch.get_num_threads()
-            first_torch.append(time.perf_counter() - started)
-        finally:
-            slot.stop()
-    return median(hello), median(first_torch)
+def worker_startup(tier: Tier, runs: int = 5) -> tuple[float, float, float]:
+    """Median seconds to start a worker from nothing and get its hello reply, to its first torch call, and to fork one
+    from a template that is ready (the template's own start is one start from nothing)."""
+    template = start_template(tier)
+    hello, first_torch, forks = [], [], []
+    try:
+        for use in [None] * runs + [template] * (runs + 1):
+            slot = Slot(SOLUTIONS, [], [], Limits(), tier, template=use)
+            try:
+                started = time.perf_counter()
+                slot.start()
+                (forks if use else hello).append(time.perf_counter() - started)
+                slot.proxy(Deadline.after(60)).torch.get_num_threads()
+                if not use:
+                    first_torch.append(time.perf_counter() - started)
+            finally:
+                slot.stop()
+    finally:
+        template.close()
+    return median(hello), median(first_torch), median(forks[1:])  # the first fork waits for the template's imports
 
 
 def call_overhead(tier: Tier, calls: int = 200) -> float:
@@ -421,16 +429,17 @@ def section_wall(grades: list[dict], startup: tuple[float, float], overhead: flo
     comps = list(grades[0]["components"])
     cores = len(os.sched_getaffinity(0))
     wall, busy, own = (median([g[k] for g in grades]) for k in ("wall", "busy", "own"))
-    starts, requests = median([g["starts"] for g in grades]), median([g["requests"] for g in grades])
+    starts, forks, requests = (median([g[k] for g in grades]) for k in ("starts", "forks", "requests"))
     timing = median([g["timing"] for g in grades])
+    starting = starts * startup[0] + forks * startup[2]
     split = [["wall time of `grade`", f"{wall:.1f}", ""],
              [f"busy CPU of the whole machine over it (of {cores} cores x the wall time)", f"{busy:.1f}",
               f"{busy / (cores * wall):.0%}"],
              ["- of which the grader's own process (reference computations, comparisons, the wire)", f"{own:.1f}", f"{own / busy:.0%}"],
-             [f"- of which worker start-ups ({starts:.0f} workers x {startup[0] * 1e3:.0f} ms to hello, numpy and torch imported)",
-              f"{starts * startup[0]:.1f}", f"{starts * startup[0] / busy:.0%}"],
-             ["- of which the workers' cases (the rest)", f"{busy - own - starts * startup[0]:.1f}",
-              f"{(busy - own - starts * startup[0]) / busy:.0%}"],
+             [f"- of which start-ups: {starts:.0f} from nothing x {startup[0] * 1e3:.0f} ms (the template, the reference's worker, "
+              f"a worker without torch), {forks:.0f} workers forked from the template x {startup[2] * 1e3:.0f} ms",
+              f"{starting:.1f}", f"{starting / busy:.0%}"],
+             ["- of which the workers' cases (the rest)", f"{busy - own - starting:.1f}", f"{(busy - own - starting) / busy:.0%}"],
              [f"timing cases ({', '.join(sorted(TIMING))}), each alone on the machine", f"{timing:.1f}", f"{timing / wall:.0%} of the wall"],
              [f"request round trips ({requests:.0f} requests x {overhead * 1e6:.0f} us)", f"{requests * overhead:.2f}",
               f"{requests * overhead / wall:.0%} of the wall"]]
@@ -452,15 +461,18 @@ def section_wall(grades: list[dict], startup: tuple[float, float], overhead: flo
         table(["component"] + [f"run {i + 1}" for i in range(n)] + ["median"], per_comp),
         f"Where the seconds go: the {SLOWEST} slowest cases (median seconds).",
         table(["case", "seconds"], slow_rows),
-        table(["worker", "median"], [["start and hello reply, numpy and torch imported (5 starts)", f"{startup[0] * 1e3:.0f} ms"],
-                                     ["start to the answer of a first torch call", f"{startup[1] * 1e3:.0f} ms"],
+        table(["worker", "median"], [["start from nothing and hello reply, numpy and torch imported (5 starts)", f"{startup[0] * 1e3:.0f} ms"],
+                                     ["start from nothing to the answer of a first torch call", f"{startup[1] * 1e3:.0f} ms"],
+                                     ["fork from a ready template and hello reply (5 forks)", f"{startup[2] * 1e3:.1f} ms"],
                                      ["round trip of a trivial request (`math.sqrt(4.0)`, 200 calls)",
                                       f"{overhead * 1e6:.0f} us"]]),
         f"Reading: grading the reference takes {wall:.1f} s. Components are graded on two lanes at once, each worker "
         "started ahead on a starter thread, so the wall time is set by CPU: the machine was busy "
         f"{busy:.1f} core-seconds of the {cores * wall:.1f} there were, and the {idle:.1f} idle ones are mostly the "
-        f"timing cases ({timing:.1f} s), which run alone while the other lane waits. Of the busy time, worker start-ups "
-        f"(torch's import) are {starts * startup[0] / busy:.0%} and the grader's own process {own / busy:.0%}. "
+        f"timing cases ({timing:.1f} s), which run alone while the other lane waits. Of the busy time, start-ups "
+        f"are {starting / busy:.0%} (torch is imported {starts:.0f} times, by the template of the submission's workers, the "
+        f"reference's worker and a numpy-only worker; {forks:.0f} workers fork from the template) and the grader's own "
+        f"process {own / busy:.0%}. "
         f"`{biggest}` is the largest component ({big:.1f} s of its lane). "
         f"Round trips are cheap: {requests:.0f} requests at {overhead * 1e6:.0f} us each.",
     ])

@@ -556,58 +556,69 @@ def test_solutions_and_rubric_cannot_be_read(rubric, tmp_path, here):
     assert_nothing_left()
 
 
-# Wins if the grader were dumpable: its working folder, root and open files lead to solutions/ without
-# knowing where the project is. (At the bubblewrap tiers the parent is bwrap's own process.)
-READ_PARENT = r'''
+# Wins if the grader, or the template that forked the worker, were dumpable: the working folder, root and open
+# files of either lead to solutions/ without knowing where the project is. The attack looks at its parent (the
+# template) and at the parent's parent (the grader; at the bubblewrap tiers bwrap's own init, the grader being
+# out of sight).
+READ_PARENT = r"""
 if getattr(NGramLM, "stolen", None) is None:
     import os
-    parent = f"/proc/{os.getppid()}"
-    try:
-        with open(parent + "/cmdline", "rb") as f:
-            program = os.path.basename(f.read().split(b"\0")[0].decode())
-    except OSError as e:
-        program = e.strerror
-    NGramLM.parent = [os.getppid(), program]
-    tried = {}
-    paths = [f"{parent}/cwd/solutions/ngram.py", f"{parent}/cwd/grading.yaml"]
-    try:
-        paths.append(f"{parent}/root{os.readlink(parent + '/cwd')}/solutions/ngram.py")
-    except OSError as e:
-        tried["readlink cwd"] = e.strerror
-    try:
-        for fd in os.listdir(parent + "/fd"):
-            target = os.readlink(f"{parent}/fd/{fd}")
-            if target.startswith("/"):  # files only: opening one of its pipes would block
-                paths.append(f"{parent}/fd/{fd}")
-    except OSError as e:
-        tried["fd"] = e.strerror
-    for path in paths:
+    tried, NGramLM.parents = {}, []
+    pid = os.getppid()
+    for _ in range(2):
+        proc = f"/proc/{pid}"
         try:
-            with open(path, errors="replace") as f:
-                text = f.read(1 << 20)
-            tried[path] = "# BEGIN SOLUTION" in text or "ngram.sampling" in text
+            with open(proc + "/cmdline", "rb") as f:
+                program = os.path.basename(f.read().split(b"\0")[0].decode())
+            with open(proc + "/stat", "rb") as f:
+                above = int(f.read().rsplit(b")", 1)[1].split()[1])
         except OSError as e:
-            tried[path] = e.strerror
+            program, above = e.strerror, 0
+        NGramLM.parents.append([pid, program])
+        paths = [f"{proc}/cwd/solutions/ngram.py", f"{proc}/cwd/grading.yaml"]
+        try:
+            paths.append(f"{proc}/root{os.readlink(proc + '/cwd')}/solutions/ngram.py")
+        except OSError as e:
+            tried[f"readlink {proc}/cwd"] = e.strerror
+        try:
+            for fd in os.listdir(proc + "/fd"):
+                target = os.readlink(f"{proc}/fd/{fd}")
+                if target.startswith("/"):  # files only: opening one of its pipes would block
+                    paths.append(f"{proc}/fd/{fd}")
+        except OSError as e:
+            tried[f"{proc}/fd"] = e.strerror
+        for path in paths:
+            try:
+                with open(path, errors="replace") as f:
+                    text = f.read(1 << 20)
+                tried[path] = "# BEGIN SOLUTION" in text or "ngram.sampling" in text
+            except OSError as e:
+                tried[path] = e.strerror
+        if above <= 1:
+            break
+        pid = above
     NGramLM.stolen = [path for path, got in tried.items() if got is True]
     NGramLM.tried = tried
 if not NGramLM.stolen:
     import json
-    raise RuntimeError("nothing read: " + json.dumps({"parent": NGramLM.parent, "tried": NGramLM.tried}))
-'''
+    raise RuntimeError("nothing read: " + json.dumps({"parents": NGramLM.parents, "tried": NGramLM.tried}))
+"""
 
 
 def test_the_grader_process_cannot_be_read_through_proc(rubric, tmp_path, here):
-    """Threat: reaching solutions/ through /proc/<grader>/cwd, /root and /fd.
-    Defences: with bwrap, a PID namespace, where the worker's parent is bwrap and the grader is out of sight;
-    without, the grader is undumpable, so the kernel refuses every look at it (EACCES)."""
+    """Threat: reaching solutions/ through /proc/<pid>/cwd, /root and /fd of the worker's parent (the template it was
+    forked from) and of the grader.
+    Defences: both are undumpable, so the kernel refuses every look at them (EACCES); with bwrap the grader is
+    also out of sight, in the PID namespace's parent."""
     run = grade_folder(rubric, attack(tmp_path, READ_PARENT), tmp_path, component_ids=COMPONENTS, tier=here)
     assert_only_attacked_cases_lost(run, "nothing read: ")
     report = reported(attacked_output(run), "nothing read: ")
-    pid, program = report["parent"]
+    (template, program), *above = report["parents"]
+    assert program == "python" and set(report["tried"].values()) == {EACCES}, report
     if here.bwrap:
-        assert program == "bwrap", report
+        assert above == [], report  # the template's parent is the namespace's init (pid 1): the grader is not in sight
     else:
-        assert pid == os.getpid() and set(report["tried"].values()) == {EACCES}, report
+        assert [pid for pid, _ in above] == [os.getpid()], report
     assert_nothing_left()
 
 

@@ -11,21 +11,27 @@ import resource
 import pytest
 from attacks import SOLUTIONS, tier
 
-from autograder.sandbox.host.process import Deadline, Limits, WorkerFailure
+from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, WorkerFailure, start_template
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import STUDENT_ID_BASE
 
 pytestmark = pytest.mark.slow  # every test here grades or starts a process
 
 
-@pytest.fixture(scope="module")
-def slot(tmp_path_factory):
+@pytest.fixture(scope="module", params=["started", "forked"])
+def slot(request):
+    """A worker started from nothing, and one forked from a template (sandbox/host/template.py)."""
     os.environ["AUTOGRADER_SECRET"] = "must-not-reach-the-worker"
-    slot = Slot(SOLUTIONS, [], [], Limits(), tier())
+    template = start_template(tier()) if request.param == "forked" else None
+    slot = Slot(SOLUTIONS, [], [], Limits(), tier(), template=template)
     try:
+        slot.start()
+        assert type(slot.worker.process) is (Forked if template else Started)
         yield slot
     finally:
         slot.stop()
+        if template:
+            template.close()
         del os.environ["AUTOGRADER_SECRET"]
 
 
@@ -73,11 +79,15 @@ def test_the_worker_walls_itself_in(slot):
         worker.socket.socket(2, 1)  # AF_INET, SOCK_STREAM
 
 
-def test_a_worker_that_cannot_start_leaves_nothing_open():
+@pytest.mark.parametrize("forked", [False, True])
+def test_a_worker_that_cannot_start_leaves_nothing_open(forked):
     """A worker that dies while starting (here: its guard cannot find what it must forbid) takes its pipes with it."""
+    template = start_template(tier()) if forked else None
     before = sorted(os.listdir("/proc/self/fd"))
     for _ in range(3):
-        slot = Slot(SOLUTIONS, [], ["no_such_module.call"], Limits(), tier())
-        with pytest.raises(WorkerFailure):
+        slot = Slot(SOLUTIONS, [], ["no_such_module.call"], Limits(), tier(), template=template)
+        with pytest.raises(WorkerFailure, match="exited with status 1"):
             slot.start()
     assert sorted(os.listdir("/proc/self/fd")) == before
+    if template:
+        template.close()

@@ -1,9 +1,10 @@
 """The parent's side of the boundary: start a worker, talk to it, kill it.
 
-A worker is a fresh `python -I` process in a scratch copy of the submission,
-started inside the run's isolation tier (tiers.py) with an empty environment,
-its own session (so the whole group can be killed), no descriptors but its two
-pipes, and stdout/stderr sent to /dev/null (what student code prints through
+A worker is a `python -I` process in a scratch copy of the submission, forked
+from the submission's template (template.py) or started from nothing, inside
+the run's isolation tier (tiers.py) with an empty environment, its own session
+(so the whole group can be killed), no descriptors but its two pipes, and
+stdout/stderr sent to /dev/null (what student code prints through
 Python comes back with each reply instead, as text: worker.Printed); nothing
 it prints counts. Before importing student code it walls itself in (worker.py
 `isolate`). A request that times out, or a worker that dies, poisons only that
@@ -24,6 +25,7 @@ from pathlib import Path
 from ...outcome import Ended
 from . import reaper
 from ..worker import wire
+from .template import Template, TemplateGone
 from .tiers import Tier
 
 # The worker's side of the boundary (sandbox/worker/): copied into each worker's scratch folder, so
@@ -31,10 +33,11 @@ from .tiers import Tier
 WORKER_SIDE = Path(__file__).parents[1] / "worker"
 WORKER_FILES = ("worker.py", "guard.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
+PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a template (or a worker started ahead) pays it early
 # Fixed malloc thresholds: glibc otherwise moves them with each process's history, so two workers
 # running the same code could differ 2x in page faults (measured on attention's 8 MB score matrices).
-PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a worker started ahead of its cases pays it early
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "GLIBC_TUNABLES": MALLOC_TUNABLES}  # and HOME, its folder
 
 
 @dataclass(frozen=True)
@@ -112,52 +115,61 @@ def preloaded(forbidden_modules: list[str], imports: tuple[str, ...] = ()) -> li
     return [m for m in PRELOAD + imports if not any(f == m or f.startswith(m + ".") or m.startswith(f + ".") for f in forbidden_modules)]
 
 
+def start_template(tier: Tier) -> Template:
+    """A template (template.py) for the workers of one submission: it imports PRELOAD, started now."""
+    return Template(tier, PRELOAD, WORKER_SIDE, (*WORKER_FILES, "template.py"), WORKER_ENV)
+
+
+def forkable(forbidden_modules: list[str]) -> bool:
+    """Whether a worker that forbids these modules may be forked from a template, which has imported PRELOAD."""
+    return preloaded(forbidden_modules) == list(PRELOAD)
+
+
 class Worker:
-    """One running worker process holding one submission."""
+    """One running worker process holding one submission: forked from `template` where it may be (template.py),
+    else started from nothing."""
 
     def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
-                 imports: tuple[str, ...] = ()):
+                 imports: tuple[str, ...] = (), template: Template | None = None):
         self.limits = limits
-        self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
-        workdir, runtime = self.scratch / "submission", self.scratch / "runtime"
+        template = template if template and not template.gone and forkable(forbidden_modules) else None
+        self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-", dir=template.root if template else None))
+        workdir = self.scratch / "submission"
         shutil.copytree(submission_dir, workdir)
-        runtime.mkdir()
-        for name in WORKER_FILES:
-            shutil.copy(WORKER_SIDE / name, runtime / name)
         if tier.student_id is not None:
             _chown_tree(self.scratch, tier.student_id)
         request_read, self.request_fd = os.pipe()
         self.reply_fd, reply_write = os.pipe()
         os.set_blocking(self.request_fd, False)  # requests are written under the call's deadline
-        argv = [sys.executable, "-I", str(runtime / "worker.py"), str(request_read), str(reply_write)]
-        with reaper.starting_worker():
-            self.proc = subprocess.Popen(
-                tier.command(argv, self.scratch, workdir),
-                cwd=workdir,
-                env={"HOME": str(workdir), "OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "GLIBC_TUNABLES": MALLOC_TUNABLES},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                pass_fds=(request_read, reply_write),
-                start_new_session=True,
-            )
-            reaper.worker_started(self.proc.pid)
+        try:
+            self.process: Forked | Started | None = Forked(template, workdir, request_read, reply_write) if template else None
+        except TemplateGone:
+            self.process = None
+        if self.process is None:
+            runtime = self.scratch / "runtime"  # the worker's side, so that it needs nothing of the grader's
+            runtime.mkdir()
+            for name in WORKER_FILES:
+                shutil.copy(WORKER_SIDE / name, runtime / name)
+            argv = [sys.executable, "-I", str(runtime / "worker.py"), str(request_read), str(reply_write)]
+            self.process = Started(tier.command(argv, self.scratch, workdir), workdir, (request_read, reply_write), tier.bwrap is not None)
         os.close(request_read)
         os.close(reply_write)
         # In a PID namespace the grader's pids mean nothing, and the grader cannot be seen anyway.
         pids, pgids = reaper.grader_ids() if tier.bwrap is None else ([], [])
+        parent = None if tier.bwrap else os.getpid()  # in bubblewrap, its PID namespace's init (which dies with us)
+        if isinstance(self.process, Forked):  # its parent, and a process that student code must not signal either
+            pids, pgids, parent = pids + [template.pid], pgids + [template.pid], template.pid
         hello = {
             "limits": asdict(limits),
             "forbidden_modules": forbidden_modules,
             "forbidden_calls": forbidden_calls,
             "preload": preloaded(forbidden_modules, imports),
             "student_id": tier.student_id,
-            "parent": None if tier.bwrap else os.getpid(),  # in bubblewrap, its PID namespace's init (which dies with us)
+            "parent": parent,
             "in_network_namespace": tier.bwrap is not None,
             "protected_pids": pids,
             "protected_pgids": pgids,
         }
-        self.in_bwrap = tier.bwrap is not None
         try:
             ready, _ = self.exchange(hello, [], Deadline.after(STARTUP_SECONDS))
         except WorkerFailure:  # nobody else holds this worker yet: its pipes and process end here
@@ -178,12 +190,9 @@ class Worker:
         return reply, reply_blobs
 
     def death_notice(self) -> str:
-        try:
-            code = self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
+        code = self.process.exit_code(2.0)
+        if code is None:
             return "the worker stopped answering"
-        if self.in_bwrap and code > 128:  # bwrap reports its child's death by signal N as status 128 + N
-            code = 128 - code
         if code < 0:
             name = signal.Signals(-code).name
             hint = {"SIGXCPU": " (CPU time limit)", "SIGKILL": " (killed, often for memory)", "SIGXFSZ": " (file size limit)"}
@@ -196,13 +205,76 @@ class Worker:
                 os.close(fd)
             except OSError:
                 pass
+        self.process.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class Started:
+    """A worker started from nothing: `python -I worker.py` in its own session, inside the tier's walls."""
+
+    def __init__(self, command: list[str], workdir: Path, fds: tuple[int, int], in_bwrap: bool):
+        with reaper.starting_worker():
+            self.proc = subprocess.Popen(
+                command,
+                cwd=workdir,
+                env={**WORKER_ENV, "HOME": str(workdir)},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=fds,
+                start_new_session=True,
+            )
+            reaper.worker_started(self.proc.pid)
+        self.pid = self.proc.pid
+        self.depth = 2 if in_bwrap else 0  # generations from the process started to Python (bwrap, its init, Python)
+        self.in_bwrap = in_bwrap
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def exit_code(self, seconds: float) -> int | None:
+        """As subprocess reports it (-N: killed by signal N), or None while it still runs after `seconds`."""
+        try:
+            code = self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+        return 128 - code if self.in_bwrap and code > 128 else code  # bwrap reports a death by signal N as 128 + N
+
+    def close(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.proc.wait()
         reaper.worker_stopped(self.proc.pid)
-        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class Forked:
+    """A worker forked from the template: its child, a process group of its own, reaped by it when we ask."""
+
+    def __init__(self, template: Template, workdir: Path, request_read: int, reply_write: int):
+        self.template = template
+        self.inner, self.pid = template.fork(workdir, request_read, reply_write)  # its pid as the template sees it, and here
+        self.depth = 0
+        self.reaped = False
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)  # not reaped before close(), so the pid is still this worker's
+
+    def exit_code(self, seconds: float) -> int | None:
+        status = None if self.reaped else self.template.wait(self.inner, seconds)
+        if status is None:
+            return None
+        self.reaped = True
+        return os.waitstatus_to_exitcode(status)
+
+    def close(self) -> None:
+        if not self.reaped:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.exit_code(2.0)
 
 
 def _chown_tree(top: Path, uid: int) -> None:

@@ -16,6 +16,7 @@ from ...outcome import Ended
 from . import reaper
 from ..worker import wire
 from .process import BadReply, Deadline, Limits, StudentRaised, Worker, WorkerFailure
+from .template import Template
 from .tiers import Tier
 
 
@@ -70,9 +71,9 @@ class Slot:
     after it fails. Checks reach it through a Proxy, one per case."""
 
     def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
-                 imports: tuple[str, ...] = ()):
+                 imports: tuple[str, ...] = (), template: Template | None = None):
         self.submission_dir, self.limits, self.tier, self.imports = submission_dir, limits, tier, imports
-        self.forbidden_modules, self.forbidden_calls = forbidden_modules, forbidden_calls
+        self.forbidden_modules, self.forbidden_calls, self.template = forbidden_modules, forbidden_calls, template
         self.worker: Worker | None = None
         self.held: dict = {}  # what the last worker reported of its walls before student code ran
 
@@ -81,7 +82,8 @@ class Slot:
 
     def start(self) -> None:
         if self.worker is None:
-            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier, self.imports)
+            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier, self.imports,
+                                 self.template)
             self.held = self.worker.held
 
     def stop(self) -> None:
@@ -94,7 +96,7 @@ class Slot:
         worker = self.worker
         if worker is not None:
             with contextlib.suppress(ProcessLookupError):
-                worker.proc.kill()
+                worker.process.kill()
 
     def exchange(self, header: dict, blobs: list[bytes], deadline: Deadline) -> tuple[dict, list[bytes]]:
         self.start()
@@ -117,7 +119,7 @@ class Slot:
         something else is timed."""
         worker = self.worker
         try:
-            pid = reaper.still(worker.proc.pid, 2 if worker.in_bwrap else 0) if worker else None
+            pid = reaper.still(worker.process.pid, worker.process.depth) if worker else None
         except ProcessLookupError:  # it died meanwhile: nothing of it runs
             pid = None
         try:

@@ -8,8 +8,9 @@ Chosen once per run, printed, and recorded in results.json:
   Python it runs on, solutions/, the grader's package, results and secret
   files) loses its permissions for others.
 - bubblewrap: unprivileged, with `bwrap` and user namespaces. The worker sees a
-  read-only root holding only system files and Python, a private /tmp, its own
-  scratch folder, and its own PID and network namespaces.
+  read-only root holding only system files and Python, a private /tmp, its
+  scratch folder, and PID and network namespaces of its own (shared with the
+  other workers of its submission, forked from one template: template.py).
 - same-user: neither. The worker shares the grader's uid and file system; what
   still holds is listed in SECURITY.md.
 

@@ -15,6 +15,8 @@ student code runs. It refuses:
   names a bare thread id; pidfd_send_signal, whose pidfd may come from opening
   /proc/PID, which the filter cannot see; ptrace and process_vm_readv/writev.
   Seccomp applies whatever the uid, so this holds for root too;
+- leaving the worker's process tree: prctl(PR_SET_CHILD_SUBREAPER) (EPERM),
+  which would let an orphan escape the worker that stays its subreaper;
 - new namespaces, mounts and chroot (EPERM): unshare, setns, clone with a
   CLONE_NEW* flag, mount, umount2, pivot_root, chroot; clone3 (ENOSYS: its
   flags sit behind a pointer the filter cannot read, and glibc falls back to
@@ -65,6 +67,7 @@ MAX_JUMP = 255  # jt and jf are one byte
 AF_UNIX = 1
 F_SETOWN, F_SETSIG, F_SETOWN_EX = 8, 10, 15  # fcntl: have the kernel signal a chosen process on I/O
 FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902  # the same through ioctl
+PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEW_ANY = (
     0x00020000  # CLONE_NEWNS
     | 0x02000000  # CLONE_NEWCGROUP
@@ -87,6 +90,7 @@ ARCHES = {
             "socket": 41,
             "fcntl": 72,
             "ioctl": 16,
+            "prctl": 157,
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
@@ -123,6 +127,7 @@ ARCHES = {
             "socket": 198,
             "fcntl": 25,
             "ioctl": 29,
+            "prctl": 167,
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
@@ -191,7 +196,7 @@ def allow_only_if_arg(index: int, value: int, err: int) -> list[bytes]:
 
 
 def deny_if_arg_in(index: int, values: list[int], err: int) -> list[bytes]:
-    """Fail when the low 32 bits of argument `index`, a pid_t, are one of `values`."""
+    """Fail when the low 32 bits of argument `index` (a pid_t, a command number) are one of `values`."""
     words = sorted({v & 0xFFFFFFFF for v in values})  # a negative pid_t as the kernel sees its 32 bits
     tests = [_insn(BPF_JEQ, w, len(words) - i, 0) for i, w in enumerate(words)]  # jt lands on the _fail
     return [_load_arg(index), *tests, _ret(SECCOMP_RET_ALLOW), _fail(err)]
@@ -220,6 +225,8 @@ def rules(protected_pids: list[int], protected_pgids: list[int]) -> list[tuple[s
         # an I/O owner is signalled by the kernel on the owner-setter's behalf: a grader pid there is a kill
         ("fcntl", deny_if_arg_in(1, [F_SETOWN, F_SETSIG, F_SETOWN_EX], errno.EPERM)),
         ("ioctl", deny_if_arg_in(1, [FIOSETOWN, SIOCSPGRP], errno.EPERM)),
+        # the worker is its processes' subreaper (worker.py): with that undone, an orphan would leave its tree
+        ("prctl", deny_if_arg_in(0, [PR_SET_CHILD_SUBREAPER], errno.EPERM)),
         *((name, deny_if_arg_in(0, protected_pids, errno.EPERM)) for name in by_tgid),
         ("clone", deny_if_arg_has_bits(0, CLONE_NEW_ANY, errno.EPERM)),  # flags are arg0 on x86_64 and aarch64
         *((name, deny(errno.EPERM)) for name in always_eperm),

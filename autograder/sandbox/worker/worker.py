@@ -2,9 +2,11 @@
 
 Started by `process.py` as `python -I worker.py REQUEST_FD REPLY_FD` with an
 empty environment, in a scratch folder holding a copy of the submission and of
-this folder's worker-side files. Before any student code runs it walls itself
-in (`isolate`), then answers requests until its request pipe closes.
-Everything it sends after that is untrusted by the parent.
+this folder's worker-side files, or forked in that folder by the grader's
+template (template.py), which has imported numpy and torch already. Before any
+student code runs it walls itself in (`isolate`), then answers requests until
+its request pipe closes. Everything it sends after that is untrusted by the
+parent.
 """
 from __future__ import annotations
 
@@ -24,9 +26,9 @@ import wire  # noqa: E402
 
 del sys.path[0]
 
-SUBMISSION_DIR = os.getcwd()
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 PRINTED_CHARS = 2000  # of what student code prints during one request, kept for the reply; the rest is only counted
 
 
@@ -75,6 +77,9 @@ def isolate(hello: dict) -> dict:
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader; set after the uid change, which clears it
+    # Orphans of the student's processes become ours, not the grader's or the template's: everything the student
+    # runs stays below the worker, where the grader stops or kills it (the seccomp filter keeps this set).
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
     if hello["parent"] is not None and os.getppid() != hello["parent"]:  # the grader died before that
         os._exit(1)
     apply_limits(hello["limits"])
@@ -272,11 +277,11 @@ def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, li
     return {"value": wire.encode(result, out, objects.handle)}, out
 
 
-def describe_error(exc: BaseException) -> dict:
+def describe_error(exc: BaseException, submission_dir: str) -> dict:
     frames = [
         f"{os.path.basename(f.filename)}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
         for f in traceback.extract_tb(exc.__traceback__)
-        if f.filename.startswith(SUBMISSION_DIR + os.sep)
+        if f.filename.startswith(submission_dir + os.sep)
     ]
     try:
         message = str(exc)[:2000]
@@ -285,14 +290,15 @@ def describe_error(exc: BaseException) -> dict:
     return {"type": type(exc).__name__, "message": message, "frames": frames[-8:]}
 
 
-def main() -> None:
-    request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
+def main(request_fd: int, reply_fd: int) -> None:
+    """Serve the grader from the submission folder, the working directory, until the request pipe closes."""
+    submission_dir = os.getcwd()
     hello, _ = wire.read_frame(request_fd)
     held = isolate(hello)
     for name in hello["preload"]:  # the grader's imports, inside the walls and before any student code
         importlib.import_module(name)
-    forbidden = guard.Guard(SUBMISSION_DIR, hello["forbidden_modules"], hello["forbidden_calls"])
-    sys.path.insert(0, SUBMISSION_DIR)
+    forbidden = guard.Guard(submission_dir, hello["forbidden_modules"], hello["forbidden_calls"])
+    sys.path.insert(0, submission_dir)
     objects = Objects()
     printed = sys.stdout = sys.stderr = Printed()  # one stream, so stdout and stderr keep their order
     wire.write_frame(reply_fd, {"ready": True, "held": held}, [])
@@ -304,7 +310,7 @@ def main() -> None:
         try:
             reply, out = serve(request, blobs, objects)
         except BaseException as exc:  # student code may raise anything, SystemExit included
-            reply, out = {"error": describe_error(exc)}, []
+            reply, out = {"error": describe_error(exc, submission_dir)}, []
         tampered = forbidden.tampered()
         reply["violations"] = forbidden.violations + ([tampered] if tampered else [])
         reply.update(printed.take())
@@ -312,4 +318,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]), int(sys.argv[2]))
