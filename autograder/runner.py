@@ -118,8 +118,8 @@ def grade(
     Expected values come from the reference modules, or from the rubric's recording in a student bundle
     (`expected`: an expected.Recorder records them while grading the reference).
 
-    Components are graded on `lanes` threads at once (default: one per usable core, at most LANES), each in
-    a worker of its own, started before a lane takes it (`_Pipeline`); results still reach `on_result` in the
+    Components are graded on `lanes` threads at once (default: one per usable core, at most LANES), each share of
+    one in a worker of its own, started before a lane takes it (`_Pipeline`); results still reach `on_result` in the
     rubric's order. A timing case runs alone (`Floor`; `machine`: a lock file other graders on this machine
     share, as a batch's jobs do)."""
     started = time.monotonic()
@@ -131,15 +131,23 @@ def grade(
     run.hidden_not_run = sum(len(c.cases) - len(cases) + c.not_here for c, cases in todo)
     timed = [k for _, cases in todo for k in cases if k.check in TIMING]
     speed = Speed(rubric.timing, rubric.solutions_dir, isolation.tier, _limits(timed, rubric))
-    floor, report = Floor(machine), _InOrder(run, on_result)
-    count = max(1, min(lanes or len(os.sched_getaffinity(0)), LANES, len(todo)))
-    # The costliest component first, then the rest in the rubric's order (the first parts of a course are the
-    # cheapest), so that the lane that takes it is not left with it while the other lane has nothing to do.
-    # The reference's worker, which every timing case uses, starts in turn just before the second component
-    # that times: the first one's timing cases come last in the costliest component.
-    costliest = max(range(len(todo)), key=lambda i: sum(k.timeout for k in todo[i][1]), default=0)
-    order = [costliest] + [i for i in range(len(todo)) if i != costliest]
-    timing = [pos for pos, i in enumerate(order) if any(k.check in TIMING for k in todo[i][1])]
+    # A lane grades a share of a component at a time, in a worker of its own. The cases that need imports of their own
+    # (cases.IMPORTS: training imports torch._dynamo, a second) are a share apart from the rest of their component, so
+    # that the import and those heavy cases run on one lane while the rest of the component is graded on the other.
+    shares = [(i, part) for i, (_, cases) in enumerate(todo) for part in _shares(cases)]
+    floor = Floor(machine)
+    report = _InOrder(run, on_result, [sum(i == j for j, _ in shares) for i in range(len(todo))],
+                      lambda plan, results: _judged(plan, results, submission.caveats.get(plan.component.file)))
+    count = max(1, min(lanes or len(os.sched_getaffinity(0)), LANES, len(shares)))
+    # Shares with imports of their own first (they hold the heaviest cases), then the costliest of the others, then the
+    # rubric's order (the first parts of a course are the cheapest), so that the lanes end close together.
+    # The reference's worker, which every timing case uses, starts in turn just before the second share that times:
+    # the first one's timing cases come last in it.
+    own = [s for s, (_, part) in enumerate(shares) if _imports(part)]
+    rest = [s for s in range(len(shares)) if s not in own]
+    costliest = max(rest, key=lambda s: sum(k.timeout for k in shares[s][1]), default=None)
+    order = own + [s for s in rest if s == costliest] + [s for s in rest if s != costliest]
+    timing = [pos for pos, s in enumerate(order) if any(k.check in TIMING for k in shares[s][1])]
     if timing:
         order.insert(timing[1] if len(timing) > 1 else len(order), None)
     # The submission's workers fork from one template (sandbox/host/template.py) that imports torch while the grader
@@ -148,14 +156,12 @@ def grade(
     forks = any(c.file in submission.files and forkable(c.forbidden_modules) for c, cases in todo if cases)
     template = start_template(isolation.tier) if forks else None
     pipeline = _Pipeline(order, floor, isolation.tier, speed.reference,
-                         lambda i, tier: _plan(*todo[i], submission, rubric, tier, template))
+                         lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
 
     def lane() -> None:
-        for i, plan in pipeline.components():
-            caveat = submission.caveats.get(plan.component.file)  # work of the student's that was not graded
-            report.add(i, [r.with_outcome(message=f"{r.output} {caveat}") if caveat and not r.passed else r
-                           for r in _grade_component(plan, expected, secret, rubric, run.isolation["held"], floor, speed,
-                                                     pipeline.cancelled)])
+        for s, plan in pipeline.shares():
+            report.add(shares[s][0], plan,
+                       _grade_share(plan, expected, secret, rubric, run.isolation["held"], floor, speed, pipeline.cancelled))
 
     with _one_thread(), ThreadPoolExecutor(max_workers=2 * count, thread_name_prefix="grade") as pool:
         threads = [pool.submit(pipeline.start_next) for _ in range(count)] + [pool.submit(lane) for _ in range(count)]
@@ -187,18 +193,18 @@ def _one_thread():
 
 
 class _Pipeline:
-    """Components in grading order, each handed to the next free lane with its worker already started. One
-    starter per lane plans the next component and starts its worker (importing torch) under a student uid
-    nobody else holds: tiers.STUDENT_IDS uids, one per lane's component and one per started worker waiting
-    for a lane, each given back once its component is graded and what it left running is killed by uid.
-    So a sweep never kills another component's worker, and a lane rarely waits for a start."""
+    """Shares of components in grading order, each handed to the next free lane with its worker already started.
+    One starter per lane plans the next share and starts its worker under a student uid nobody else holds:
+    tiers.STUDENT_IDS uids, one per lane's share and one per started worker waiting for a lane, each given back
+    once its share is graded and what it left running is killed by uid. So a sweep never kills another share's
+    worker, and a lane rarely waits for a start."""
 
     POLL = 0.05  # seconds between looks at `cancelled` while waiting
 
     def __init__(self, order: list[int | None], floor: Floor, tier: Tier, reference: Slot, make_plan: Callable[[int, Tier], _Plan]):
-        """`order`: component indices, and None where the reference's worker is to start."""
+        """`order`: share indices, and None where the reference's worker is to start."""
         self.order, self.floor, self.tier, self.reference, self.make_plan = list(order), floor, tier, reference, make_plan
-        self.waiting = sum(i is not None for i in order)  # components not yet handed to a lane
+        self.waiting = sum(i is not None for i in order)  # shares not yet handed to a lane
         self.uids: queue.Queue[int] = queue.Queue()
         for uid in range(STUDENT_IDS):
             self.uids.put(uid)
@@ -208,7 +214,7 @@ class _Pipeline:
         self.cancelled = threading.Event()
 
     def start_next(self) -> None:
-        """A starter: until every component is planned, plan the next one, start its worker, hand it over."""
+        """A starter: until every share is planned, plan the next one, start its worker, hand it over."""
         while (uid := self._get(self.uids)) is not None:
             with self.lock:
                 if not self.order:
@@ -236,8 +242,8 @@ class _Pipeline:
                     for module in plan.slot.imports:
                         importlib.import_module(module)
 
-    def components(self):
-        """A lane: (index, plan) of each component it is to grade, the uid given back after each."""
+    def shares(self):
+        """A lane: (index, plan) of each share it is to grade, the uid given back after each."""
         while not self.cancelled.is_set():
             with self.lock:
                 if not self.waiting:
@@ -405,17 +411,24 @@ class _MachineFloor:
 
 
 class _InOrder:
-    """Each component's results reach the run and `on_result` in the rubric's order, whichever lane ends first."""
+    """Each component's results reach the run and `on_result` in the rubric's order, whichever lane ends first: once
+    all its shares are graded (`shares[i]` of component i), in the order of its cases, judged as one (`judge`)."""
 
-    def __init__(self, run: GradeRun, on_result: Callable[[CaseResult], None]):
-        self.run, self.on_result = run, on_result
+    def __init__(self, run: GradeRun, on_result: Callable[[CaseResult], None], shares: list[int],
+                 judge: Callable[[_Plan, list[CaseResult]], list[CaseResult]]):
+        self.run, self.on_result, self.shares, self.judge = run, on_result, shares, judge
+        self.graded: dict[int, list[CaseResult]] = {}
         self.ended: dict[int, list[CaseResult]] = {}
         self.next = 0
         self.lock = threading.Lock()
 
-    def add(self, index: int, results: list[CaseResult]) -> None:
+    def add(self, index: int, plan: _Plan, results: list[CaseResult]) -> None:
         with self.lock:
-            self.ended[index] = results
+            self.graded.setdefault(index, []).extend(results)
+            self.shares[index] -= 1
+            if not self.shares[index]:
+                position = {case.number: k for k, case in enumerate(plan.component.cases)}
+                self.ended[index] = self.judge(plan, sorted(self.graded.pop(index), key=lambda r: position[r.case.number]))
             while self.next in self.ended:
                 for result in self.ended.pop(self.next):
                     self.run.results.append(result)
@@ -445,9 +458,8 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
         message = f"{component.file} (with the files it imports) was refused before any of it ran: " + "; ".join(tampering) + "."
         return _Plan(component, cases, tier, early=Outcome("refused", message))
     named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
-    imports = tuple(dict.fromkeys(m for c in cases for m in IMPORTS.get(c.check, ())))
-    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, _limits(cases, rubric), tier, imports,
-                template)
+    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, _limits(cases, rubric), tier,
+                _imports(cases), template)
     return _Plan(component, cases, tier, slot, named=named)
 
 
@@ -462,16 +474,28 @@ def _start_quietly(slot: Slot) -> None:
         slot.start()
 
 
-def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict, floor: Floor, speed: Speed,
-                     cancelled: threading.Event):
+def _shares(cases: list[Case]) -> list[list[Case]]:
+    """A component's cases by the imports they need of their own (cases.IMPORTS), each group in a worker of its own:
+    the first holds the cases that need none. A component without cases is one empty share."""
+    groups: dict[tuple, list[Case]] = {(): []}
+    for case in cases:
+        groups.setdefault(IMPORTS.get(case.check, ()), []).append(case)
+    return [part for key, part in groups.items() if part or not key]
+
+
+def _imports(cases: list[Case]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(m for c in cases for m in IMPORTS.get(c.check, ())))
+
+
+def _grade_share(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict, floor: Floor, speed: Speed,
+                 cancelled: threading.Event) -> list[CaseResult]:
     if plan.early:
-        yield from (CaseResult(case, plan.early) for case in plan.cases)
-        return
+        return [CaseResult(case, plan.early) for case in plan.cases]
     results, hung = [], _Hung()
     try:
         for case in plan.cases:
             if cancelled.is_set():
-                return
+                break
             if hung.spent():
                 results.append(CaseResult(case, hung.outcome()))
                 continue
@@ -480,17 +504,23 @@ def _grade_component(plan: _Plan, expected, secret: str, rubric: Rubric, held: d
     finally:
         with floor.shared(plan.slot):  # busy: another process's timing case does not pause it while it stops
             plan.slot.stop()
-            reaper.sweep(plan.tier.student_id)  # what the student left running dies before the lane's next component starts
+            reaper.sweep(plan.tier.student_id)  # what the student left running dies before the lane's next share starts
     held.update(plan.slot.held)
-    # One use of a forbidden built-in fails the whole component, also the cases that ran before it
-    # and those a restarted worker (which starts with a clean record) would otherwise pass. A forbidden
-    # name that no case reached costs nothing; course staff review it (report.py tells the student).
+    return results
+
+
+def _judged(plan: _Plan, results: list[CaseResult], caveat: str | None) -> list[CaseResult]:
+    """A component's results, all its shares' together, judged as one: one use of a forbidden built-in fails the whole
+    component, also the cases that ran before it and those a restarted worker (which starts with a clean record)
+    would otherwise pass. A forbidden name that no case reached costs nothing; course staff review it (report.py
+    tells the student). `caveat`: work of the student's that was not graded, said under every failed case."""
     used = next((r.outcome for r in results if r.forbidden), None)
     if used:
-        yield from (replace(r, outcome=replace(used, extra=r.extra)) for r in results)
-        return
-    review = {"review": {"file": plan.component.file, "forbidden_names": plan.named}} if plan.named else {}
-    yield from (r.with_outcome(extra={**r.extra, **review}) for r in _causes_first(results))
+        results = [replace(r, outcome=replace(used, extra=r.extra)) for r in results]
+    elif not plan.early:
+        review = {"review": {"file": plan.component.file, "forbidden_names": plan.named}} if plan.named else {}
+        results = [r.with_outcome(extra={**r.extra, **review}) for r in _causes_first(results)]
+    return [r.with_outcome(message=f"{r.output} {caveat}") if caveat and not r.passed else r for r in results]
 
 
 class _Hung:

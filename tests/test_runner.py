@@ -1,5 +1,5 @@
-"""The runner's lanes: two components graded at once give what one lane gives, in the rubric's order, and a timing
-case runs alone (Floor)."""
+"""The runner's lanes: two components graded at once give what one lane gives, in the rubric's order, a component's
+shares are reported and judged as one, and a timing case runs alone (Floor)."""
 import contextlib
 import threading
 import time
@@ -7,7 +7,8 @@ import time
 import pytest
 from conftest import SOLUTIONS, grade_folder, solutions_with
 
-from autograder.runner import Floor
+from autograder.outcome import Outcome
+from autograder.runner import CaseResult, Floor, GradeRun, _InOrder, _judged, _Plan, _shares
 from autograder.sandbox.host.process import Deadline, Limits, StudentRaised
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import Tier
@@ -24,6 +25,33 @@ class FakeSlot:
         self.log.append(f"pause {self.name}")
         yield
         self.log.append(f"resume {self.name}")
+
+
+def test_a_components_cases_that_need_imports_of_their_own_are_a_share_apart(rubric):
+    transformer = rubric.component("transformer").cases
+    rest, training = _shares(transformer)
+    assert [c.check for c in training] == ["transformer.training"] * 2
+    assert rest == [c for c in transformer if c.check != "transformer.training"]
+    assert _shares(rubric.component("ngram").cases) == [rubric.component("ngram").cases]
+    assert _shares([]) == [[]]
+
+
+def test_shares_reach_the_run_together_in_case_order_and_are_judged_as_one(rubric):
+    """A forbidden built-in used in one share fails the component's cases in the other too."""
+    ngram, transformer = rubric.component("ngram"), rubric.component("transformer")
+    rest, training = _shares(transformer.cases)
+    plan = _Plan(transformer, [], Tier("same-user"))
+    run, reported = GradeRun(), []
+    report = _InOrder(run, reported.append, [1, 2], lambda plan, results: _judged(plan, results, None))
+    passed = Outcome("passed", "")
+    report.add(1, plan, [CaseResult(c, Outcome("forbidden", "Uses torch.nn.LayerNorm")) for c in training])
+    assert reported == []  # the transformer waits for its other share, and for ngram before it
+    report.add(1, plan, [CaseResult(c, passed) for c in rest])
+    assert reported == []
+    report.add(0, _Plan(ngram, [], Tier("same-user")), [CaseResult(c, passed) for c in ngram.cases])
+    assert [r.case for r in reported] == ngram.cases + transformer.cases
+    assert {r.outcome.kind for r in reported[len(ngram.cases):]} == {"forbidden"}
+    assert all(r.passed for r in reported[:len(ngram.cases)])
 
 
 def test_a_timing_case_waits_for_the_other_lane_then_runs_alone_with_its_workers_stopped():
