@@ -2,6 +2,7 @@
 killed with `kill -9` and resumed."""
 import csv
 import io
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from autograder.batch.gradebook import grades_csv
 from autograder.batch.inputs import ExportError, read_batch
 from autograder.batch.journal import Journal
-from autograder.cli import main
+from autograder.cli import INTERRUPTED, main
 from autograder.rubric import load_rubric
 
 METADATA = """\
@@ -181,6 +182,22 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def _until_lines(journal: Path, count: int, batch: subprocess.Popen) -> None:
+    """Wait until the journal records `count` submissions (or the batch has ended)."""
+    deadline = time.monotonic() + 120
+    while not (journal.exists() and journal.read_text().count("\n") >= count) and batch.poll() is None:
+        assert time.monotonic() < deadline, f"{count} submissions not graded in 120 s"
+        time.sleep(0.1)
+
+
+def _until_dead(pids: set[int]) -> None:
+    """Every one of `pids` ends within 10 s (a killed process takes a moment to go)."""
+    deadline = time.monotonic() + 10
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pids), {pid: Path(f"/proc/{pid}/status").read_text().splitlines()[:3] for pid in alive(pids)}
+
+
 def alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if _state(pid) not in (None, "Z")}
 
@@ -193,7 +210,7 @@ def _state(pid: int) -> str | None:
 
 
 @pytest.mark.slow
-def test_a_batch_killed_outright_resumes_and_matches_grading_each_alone(tmp_path):
+def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each_alone(tmp_path):
     config, source, out = small_rubric(tmp_path), class_export(tmp_path), tmp_path / "out"
     secret = tmp_path / "secret.txt"
     secret.write_text("batch-test\n")
@@ -201,24 +218,29 @@ def test_a_batch_killed_outright_resumes_and_matches_grading_each_alone(tmp_path
 
     first = grade_all(*args)
     journal = out / "journal.jsonl"
-    deadline = time.monotonic() + 120
-    while not (journal.exists() and journal.read_text().count("\n") >= 2) and first.poll() is None:
-        assert time.monotonic() < deadline, "no submission finished in 120 s"
-        time.sleep(0.1)
+    _until_lines(journal, 2, first)
     below = descendants(first.pid)
     assert len(below) > 2  # its jobs and at least one worker
     os.kill(first.pid, signal.SIGKILL)  # the whole batch, at once: no handler runs
     first.wait()
     done_before = journal.read_text().count("\n")
     assert done_before < 6, "the batch finished before it could be killed"
-    deadline = time.monotonic() + 10
-    while alive(below) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(below)  # its jobs and their workers died with it
+    _until_dead(below)  # its jobs and their workers died with it
 
+    # Ctrl-C, as a terminal sends it to the batch's process group: it stops cleanly, between journal lines.
     second = grade_all(*args)
-    output, _ = second.communicate(timeout=300)
-    assert second.returncode == 0, output
+    _until_lines(journal, done_before + 1, second)
+    below = descendants(second.pid)
+    os.killpg(second.pid, signal.SIGINT)
+    output, _ = second.communicate(timeout=60)
+    assert second.returncode == INTERRUPTED and "interrupted" in output, output
+    _until_dead(below)  # no job, template or worker left behind
+    done_before = len([json.loads(line) for line in journal.read_text().splitlines()])  # every line whole
+    assert done_before < 6, "the batch finished before it could be interrupted"
+
+    third = grade_all(*args)
+    output, _ = third.communicate(timeout=300)
+    assert third.returncode == 0, output
     assert f"{done_before} already graded" in output
     lines = [line for line in journal.read_text().splitlines()]
     assert len(lines) == 6 and len({line.split('"id": ')[1][:6] for line in lines}) == 6  # nothing graded twice
@@ -239,6 +261,6 @@ def test_a_batch_killed_outright_resumes_and_matches_grading_each_alone(tmp_path
     assert "Timed out" in (out / "feedback" / "1006.md").read_text()
 
     started = time.monotonic()
-    third = grade_all(*args)
-    output, _ = third.communicate(timeout=60)
+    again = grade_all(*args)
+    output, _ = again.communicate(timeout=60)
     assert "6 already graded" in output and time.monotonic() - started < 10

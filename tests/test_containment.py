@@ -25,7 +25,6 @@ MISBEHAVIOUR = [
 
 
 @pytest.mark.parametrize("behaviour, code, feedback", MISBEHAVIOUR, ids=[m[0] for m in MISBEHAVIOUR])
-@pytest.mark.serial
 def test_misbehaviour_is_contained(quick_rubric, tmp_path, behaviour, code, feedback):
     folder = solutions_with(tmp_path, "ngram.py", SAMPLE, code + SAMPLE)
     started = time.monotonic()
@@ -34,7 +33,8 @@ def test_misbehaviour_is_contained(quick_rubric, tmp_path, behaviour, code, feed
     failed = [r for r in run.results if not r.passed]
     assert {r.case.check for r in failed} == {"ngram.sampling"}
     assert all(feedback in r.output for r in failed), [r.output for r in failed]
-    # A failing case costs its own timeout plus a worker restart, nothing more.
+    # A failing case costs its own timeout plus a worker restart, nothing more (with room for a busy machine: these
+    # cases mostly wait, so they run beside other tests).
     assert elapsed < sum(r.case.timeout + 5 for r in failed) + 30
 
 
