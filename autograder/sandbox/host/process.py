@@ -213,18 +213,8 @@ class Started:
     """A worker started from nothing: `python -I worker.py` in its own session, inside the tier's walls."""
 
     def __init__(self, command: list[str], workdir: Path, fds: tuple[int, int], in_bwrap: bool):
-        with reaper.starting_worker():
-            self.proc = subprocess.Popen(
-                command,
-                cwd=workdir,
-                env={**WORKER_ENV, "HOME": str(workdir)},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                pass_fds=fds,
-                start_new_session=True,
-            )
-            reaper.worker_started(self.proc.pid)
+        self.proc = reaper.start(command, cwd=workdir, env={**WORKER_ENV, "HOME": str(workdir)}, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=fds)
         self.pid = self.proc.pid
         self.depth = 2 if in_bwrap else 0  # generations from the process started to Python (bwrap, its init, Python)
         self.in_bwrap = in_bwrap
@@ -241,12 +231,7 @@ class Started:
         return 128 - code if self.in_bwrap and code > 128 else code  # bwrap reports a death by signal N as 128 + N
 
     def close(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        reaper.worker_stopped(self.proc.pid)
+        reaper.stop(self.proc)
 
 
 class Forked:

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -36,11 +37,21 @@ def harden_parent() -> list[str]:
     return missing
 
 
-@contextlib.contextmanager
-def starting_worker():
-    """Hold while a worker is forked and registered (worker_started), so that no sweep takes it for a stray."""
+def start(command: list[str], **popen) -> subprocess.Popen:
+    """Start a process of the worker side (a worker, a template) in a session of its own, registered as live from
+    its fork on, so that no sweep takes it for a stray."""
     with _starting:
-        yield
+        proc = subprocess.Popen(command, start_new_session=True, **popen)
+        _live_workers.add(proc.pid)
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Kill a process `start` started, with its process group, reap it, and forget it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    _live_workers.discard(proc.pid)
 
 
 def worker_started(pid: int) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -48,11 +47,9 @@ class Template:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control.settimeout(REPLY_SECONDS)
         argv = [sys.executable, "-I", str(runtime / "template.py"), str(theirs.fileno())]
-        with reaper.starting_worker():
-            self.proc = subprocess.Popen(tier.command(argv, self.root, self.root), cwd=self.root, env={**env, "HOME": str(self.root)},
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         pass_fds=(theirs.fileno(),), start_new_session=True)
-            reaper.worker_started(self.proc.pid)  # the sweeps leave it alone: it is no stray
+        self.proc = reaper.start(tier.command(argv, self.root, self.root), cwd=self.root, env={**env, "HOME": str(self.root)},
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 pass_fds=(theirs.fileno(),))
         theirs.close()
         self.lock = threading.Lock()  # one request and its reply at a time
         self.pid: int | None = None  # its own pid as its workers see it, once it is ready
@@ -88,12 +85,7 @@ class Template:
         """End the template and, with it, every worker it forked that still runs."""
         self.gone = True
         self.control.close()
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        reaper.worker_stopped(self.proc.pid)
+        reaper.stop(self.proc)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _ready(self) -> None:
