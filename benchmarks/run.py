@@ -470,9 +470,9 @@ def section_wall(grades: list[dict], startup: tuple[float, float], overhead: flo
         "started ahead on a starter thread, so the wall time is set by CPU: the machine was busy "
         f"{busy:.1f} core-seconds of the {cores * wall:.1f} there were, and the {idle:.1f} idle ones are mostly the "
         f"timing cases ({timing:.1f} s), which run alone while the other lane waits. Of the busy time, start-ups "
-        f"are {starting / busy:.0%} (torch is imported {starts:.0f} times, by the template of the submission's workers, the "
-        f"reference's worker and a numpy-only worker; {forks:.0f} workers fork from the template) and the grader's own "
-        f"process {own / busy:.0%}. "
+        f"are {starting / busy:.0%} ({starts:.0f} processes start from nothing: the template of the submission's workers, which "
+        f"imports torch once for them, the reference's worker, and a worker whose component forbids torch; {forks:.0f} "
+        f"workers fork from the template) and the grader's own process {own / busy:.0%}. "
         f"`{biggest}` is the largest component ({big:.1f} s of its lane). "
         f"Round trips are cheap: {requests:.0f} requests at {overhead * 1e6:.0f} us each.",
     ])
