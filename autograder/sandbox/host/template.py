@@ -36,7 +36,6 @@ class Template:
     """A running template, started at once (it imports while the grader plans); `fork` waits for it to be ready."""
 
     def __init__(self, tier: Tier, modules: tuple[str, ...], worker_side: Path, files: tuple[str, ...], env: dict):
-        self.tier, self.modules = tier, modules
         # Workers' scratch folders are made in here, each its uid's alone; the folder itself only lets them through.
         self.root = Path(tempfile.mkdtemp(prefix="autograder-worker-template-"))
         os.chmod(self.root, 0o711)

@@ -28,7 +28,6 @@ del sys.path[0]
 
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 PRINTED_CHARS = 2000  # of what student code prints during one request, kept for the reply; the rest is only counted
 
 
@@ -79,7 +78,7 @@ def isolate(hello: dict) -> dict:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader; set after the uid change, which clears it
     # Orphans of the student's processes become ours, not the grader's or the template's: everything the student
     # runs stays below the worker, where the grader stops or kills it (the seccomp filter keeps this set).
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    libc.prctl(seccomp.PR_SET_CHILD_SUBREAPER, 1)
     if hello["parent"] is not None and os.getppid() != hello["parent"]:  # the grader died before that
         os._exit(1)
     apply_limits(hello["limits"])
