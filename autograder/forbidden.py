@@ -132,6 +132,18 @@ def _lines(found: dict[int, str]) -> list[str]:
     return [f"line {line}: {found[line]}" for line in sorted(found)]
 
 
+def syntax_error(path: Path) -> SyntaxError | None:
+    """The SyntaxError that importing `path` would raise, found without running it: a component file that cannot be
+    imported fails every case, and needs no worker to show it."""
+    try:
+        compile(path.read_bytes(), path.name, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, MemoryError, RecursionError):  # the worker's import reports these
+        pass
+    return None
+
+
 def _parse(path: Path) -> ast.Module | None:
     try:
         return ast.parse(path.read_bytes(), filename=path.name)

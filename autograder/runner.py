@@ -26,17 +26,17 @@ import torch
 
 from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING
 from .expected import Live, Replay
-from .forbidden import forbidden_names, scan_submission
+from .forbidden import forbidden_names, scan_submission, syntax_error
 from .outcome import INTERNAL_ERROR, PASSED, Ended, Outcome
 from .reference import Reference
 from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
-from .sandbox.host.process import Deadline, Limits, forkable, start_template
+from .sandbox.host.process import Deadline, Limits, StudentRaised, forkable, start_template
 from .sandbox.host.proxy import Slot
 from .sandbox.host.template import Template
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
 from .submission import Submission
-from .timing import Speed, Verdict
+from .timing import Speed, Verdict, reference_slot
 from .trial import Trial
 
 
@@ -113,6 +113,7 @@ def grade(
     on_result: Callable[[CaseResult], None] = lambda r: None,
     lanes: int | None = None,
     machine: Path | None = None,
+    reference: Slot | None = None,
 ) -> GradeRun:
     """Grade `submission` under `isolation` (entered); every student process is dead when this returns.
     Expected values come from the reference modules, or from the rubric's recording in a student bundle
@@ -121,7 +122,8 @@ def grade(
     Components are graded on `lanes` threads at once (default: one per usable core, at most LANES), each share of
     one in a worker of its own, started before a lane takes it (`_Pipeline`); results still reach `on_result` in the
     rubric's order. A timing case runs alone (`Floor`; `machine`: a lock file other graders on this machine
-    share, as a batch's jobs do)."""
+    share, as a batch's jobs do). `reference`: the reference's worker for timing cases, when the caller keeps one
+    across grades (a batch job: timing.renew); else this grade starts its own and stops it."""
     started = time.monotonic()
     run = GradeRun(isolation={**isolation.record(), "held": {}}, rubric=rubric.record)
     if expected is None:
@@ -130,7 +132,10 @@ def grade(
     todo = [(c, [k for k in c.cases if k.visible or not visible_only]) for c in components]
     run.hidden_not_run = sum(len(c.cases) - len(cases) + c.not_here for c, cases in todo)
     timed = [k for _, cases in todo for k in cases if k.check in TIMING]
-    speed = Speed(rubric.timing, rubric.solutions_dir, isolation.tier, _limits(timed, rubric))
+    own_reference = reference is None
+    if own_reference:
+        reference = reference_worker(rubric, isolation.tier, timed)
+    speed = Speed(rubric.timing, reference, isolation.tier)
     # A lane grades a share of a component at a time, in a worker of its own. The cases that need imports of their own
     # (cases.IMPORTS: training imports torch._dynamo, a second) are a share apart from the rest of their component, so
     # that the import and those heavy cases run on one lane while the rest of the component is graded on the other.
@@ -155,7 +160,7 @@ def grade(
     # lanes' threads end before grading does.
     forks = any(c.file in submission.files and forkable(c.forbidden_modules) for c, cases in todo if cases)
     template = start_template(isolation.tier) if forks else None
-    pipeline = _Pipeline(order, floor, isolation.tier, speed.reference,
+    pipeline = _Pipeline(order, floor, isolation.tier, reference,
                          lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
 
     def lane() -> None:
@@ -174,7 +179,8 @@ def grade(
         finally:
             pool.shutdown(wait=True)
             pipeline.stop()
-            speed.stop()
+            if own_reference:
+                reference.stop()
             if template:
                 template.close()
     run.seconds = time.monotonic() - started
@@ -457,10 +463,20 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
     if tampering:
         message = f"{component.file} (with the files it imports) was refused before any of it ran: " + "; ".join(tampering) + "."
         return _Plan(component, cases, tier, early=Outcome("refused", message))
+    broken = syntax_error(submission.dir / component.file)
+    if broken:
+        return _Plan(component, cases, tier, early=StudentRaised("SyntaxError", str(broken), []).outcome())
     named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
     slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, _limits(cases, rubric), tier,
                 _imports(cases), template)
     return _Plan(component, cases, tier, slot, named=named)
+
+
+def reference_worker(rubric: Rubric, tier: Tier, timed: list[Case] | None = None) -> Slot:
+    """The reference's worker for these timing cases (default: every timing case of the rubric), not yet started."""
+    if timed is None:
+        timed = [k for c in rubric.components for k in c.cases if k.check in TIMING]
+    return reference_slot(rubric.solutions_dir, tier, _limits(timed, rubric))
 
 
 def _limits(cases: list[Case], rubric: Rubric) -> Limits:

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .judge import CaseFailed
+from .outcome import Ended
 from .sandbox.host.process import Deadline, Limits
 from .sandbox.host.proxy import Proxy, Slot
 from .sandbox.host.tiers import Tier
@@ -54,14 +55,31 @@ class Policy:
     tight: float = 0.1  # ... or once (high - low) / median is below this
 
 
-class Speed:
-    """What timing checks share in one component: the policy, the device, and the reference's worker,
-    started on first use. The reference worker runs staff code only, so at the root tier it keeps the
-    grader's uid rather than the students'."""
+def reference_slot(solutions_dir: Path, tier: Tier, limits: Limits) -> Slot:
+    """The reference's worker for timing cases, started on first use. It runs staff code only, so at the root
+    tier it keeps the grader's uid rather than the students'."""
+    return Slot(solutions_dir, [], [], limits, dataclasses.replace(tier, student_id=None))
 
-    def __init__(self, policy: Policy, solutions_dir: Path, tier: Tier, limits: Limits):
-        self.policy, self.tier = policy, tier.name
-        self.reference = Slot(solutions_dir, [], [], limits, dataclasses.replace(tier, student_id=None))  # started on first use
+
+def renew(reference: Slot) -> None:
+    """A reference worker kept across submissions (a batch job keeps one) is replaced once it has used half its CPU
+    limit, so that RLIMIT_CPU never ends it in the middle of a student's timing case."""
+    if reference.worker is None:
+        return
+    try:
+        proxy = reference.proxy(Deadline.after(30))
+        used = proxy.call(proxy.time.process_time)
+    except Ended:  # it had died: the slot starts another on first use
+        return
+    if not isinstance(used, float) or used > reference.limits.cpu_seconds / 2:
+        reference.stop()
+
+
+class Speed:
+    """What timing checks share in one grade: the policy, the device, and the reference's worker."""
+
+    def __init__(self, policy: Policy, reference: Slot, tier: Tier):
+        self.policy, self.reference, self.tier = policy, reference, tier.name
         self._device: str | None = None
 
     @property
@@ -89,9 +107,6 @@ class Speed:
     def reference_pair(self, student: Proxy) -> tuple[Proxy, Proxy]:
         """The student's proxy and the reference's, under the same case deadline."""
         return student, self.reference.proxy(student.deadline)
-
-    def stop(self) -> None:
-        self.reference.stop()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The tamper scan refuses what reaches into the grader's process; the scans follow the files a component imports."""
+import importlib.util
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, SOLUTIONS, grade_folder, scores_by_component, solutions_with
 
-from autograder.forbidden import forbidden_names, scan_submission, scan_tampering, submission_files
+from autograder.forbidden import forbidden_names, scan_submission, scan_tampering, submission_files, syntax_error
 
 # (source, the line flagged, a word its finding names)
 TAMPERING = [
@@ -151,3 +152,14 @@ def test_tampering_in_code_that_never_runs_is_refused_before_anything_runs(rubri
     assert run.results and all(not r.passed for r in run.results)
     assert all(f"refused before any of it ran: line {line}: import of gc" in r.output for r in run.results), run.results[0].output
     assert run.isolation["held"] == {}  # no worker reported its walls: none started
+
+
+def test_a_syntax_error_is_found_as_importing_the_file_raises_it(tmp_path):
+    # The runner fails a component whose file cannot be imported without starting a worker, with this message.
+    path = tmp_path / "ngram.py"
+    path.write_text("BOS = '<s>'\n\ndef pad_sentence(:\n    pass\n")
+    spec = importlib.util.spec_from_file_location("ngram", path)
+    with pytest.raises(SyntaxError) as raised:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    assert str(syntax_error(path)) == str(raised.value) == "invalid syntax (ngram.py, line 3)"
+    assert all(syntax_error(f) is None for f in SOLUTIONS.glob("*.py"))

@@ -22,10 +22,11 @@ from pathlib import Path
 
 from ..report import failure_json, results_json
 from ..rubric import load_rubric
-from ..runner import grade
+from ..runner import grade, reference_worker
 from ..sandbox.host import reaper
 from ..sandbox.host.tiers import STUDENT_IDS, isolation_for
 from ..submission import SubmissionError, open_submission
+from ..timing import renew
 
 PR_SET_PDEATHSIG = 1
 
@@ -56,19 +57,25 @@ def job_main(conn: Connection, setup: Setup) -> None:
         conn.send({"fatal": f"{type(exc).__name__}: {exc}"})
         return
     conn.send({"ready": isolation.record(), "uids": [isolation.tier.with_id(k).student_id for k in range(STUDENT_IDS)]})
-    while (task := conn.recv()) is not None:
-        sid, path = task
-        conn.send(_grade_one(rubric, isolation, setup, path))
+    reference = reference_worker(rubric, isolation.tier)  # one for the job's submissions: a start saved on each
+    try:
+        while (task := conn.recv()) is not None:
+            sid, path = task
+            renew(reference)
+            conn.send(_grade_one(rubric, isolation, setup, path, reference))
+    finally:
+        reference.stop()
 
 
-def _grade_one(rubric, isolation, setup: Setup, path: Path) -> dict:
+def _grade_one(rubric, isolation, setup: Setup, path: Path, reference) -> dict:
     with tempfile.TemporaryDirectory(prefix="autograder-batch-") as scratch:
         try:
             submission = open_submission(path, Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
         except SubmissionError as exc:
             return {"status": "not_gradable", "message": str(exc), "results": failure_json(str(exc))}
         try:
-            run = grade(rubric, submission, secret=setup.secret, isolation=isolation, lanes=setup.lanes, machine=setup.timing_lock)
+            run = grade(rubric, submission, secret=setup.secret, isolation=isolation, lanes=setup.lanes, machine=setup.timing_lock,
+                        reference=reference)
         except Exception as exc:  # the grader's own failure: no points, and the row says so
             traceback.print_exc()
             message = f"internal error ({type(exc).__name__}); course staff have been told"
