@@ -28,7 +28,7 @@ from autograder.sandbox.host import reaper
 from autograder.sandbox.worker import worker
 from autograder.sandbox.host.process import Deadline, Limits
 from autograder.sandbox.host.proxy import Slot
-from autograder.timing import ROUNDINGS, Policy, _same_checksums, bootstrap_interval, verdict
+from autograder.timing import ROUNDINGS, Policy, _same_checksums, bootstrap_interval, reference_slot, renew, verdict
 
 SDPA_SPEED = "speed: scaled_dot_product_attention against the reference"
 LSTM_SPEED = "speed: lstm_forward against the reference"
@@ -515,3 +515,22 @@ def test_the_student_is_held_still_while_the_reference_is_timed(tmp_path):
 def _cmdline(pid: int) -> str:
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         return f.read().decode(errors="replace")
+
+
+@pytest.mark.slow
+def test_a_kept_reference_worker_is_renewed_before_half_its_cpu_limit():
+    """A batch job keeps the reference's worker across submissions; RLIMIT_CPU counts all of them, so renew()
+    replaces the worker once it has used half its limit, before the limit could end a student's timing case."""
+    reference = reference_slot(SOLUTIONS, tier(), Limits(cpu_seconds=4))
+    proxy = reference.proxy(Deadline.after(60))
+    try:
+        proxy.math.sqrt(4.0)
+        first = reference.worker
+        renew(reference)
+        assert reference.worker is first  # far from half its limit: kept
+        proxy.call(proxy.builtins.exec, "import time\nt = time.process_time()\nwhile time.process_time() - t < 2.5: pass")
+        renew(reference)
+        assert reference.worker is None  # past half: stopped, and started afresh on first use
+        assert proxy.math.sqrt(9.0) == 3.0 and reference.worker is not first
+    finally:
+        reference.stop()
