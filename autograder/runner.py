@@ -183,6 +183,8 @@ def grade(
                 reference.stop()
             if template:
                 template.close()
+    if speed.unseen:  # said once for the run too, where the isolation tier is
+        run.isolation["notes"] = [*run.isolation.get("notes", []), speed.unseen]
     run.seconds = time.monotonic() - started
     return run
 
@@ -591,8 +593,9 @@ def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, tim
     started = time.monotonic()
     counted = case.check not in TIMING or speed.graded
     if not counted and speed.policy.without_gpu == "skip":
-        return CaseResult(case, Outcome("skipped", "Skipped: no GPU here, and timing cases are skipped without one.",
-                                        extra={"device": speed.device}), counted=False)
+        unseen = f" {speed.unseen}" if speed.unseen else ""
+        return CaseResult(case, Outcome("skipped", f"Skipped: no GPU here, and timing cases are skipped without one.{unseen}",
+                                        extra=speed.record()), counted=False)
     outcome = _outcome(student.start)  # under a start-up deadline of its own, not the case's time limit
     proxy = student.proxy(Deadline.after(case.timeout if timeout is None else timeout))
     if outcome.passed:

@@ -81,24 +81,32 @@ class Speed:
     def __init__(self, policy: Policy, reference: Slot, tier: Tier):
         self.policy, self.reference, self.tier = policy, reference, tier.name
         self._device: str | None = None
+        self.device_name = ""
+        self.unseen: str | None = None  # why timing fell back to the CPU on a machine with a GPU
 
     @property
     def device(self) -> str:
-        """cuda when the grader sees a GPU and so does a worker inside the tier's walls; else cpu."""
+        """cuda when the grader sees a GPU and so does a worker inside the tier's walls; else cpu, with `unseen`
+        saying why when the grader sees one (a worker without the driver's folder or CUDA_VISIBLE_DEVICES, say)."""
         if self._device is None:
             self._device = "cpu"
             if torch.cuda.is_available():
                 reference = self.reference.proxy(Deadline.after(60))
-                self._device = "cuda" if reference.call(reference.torch.cuda.is_available) is True else "cpu"
+                if reference.call(reference.torch.cuda.is_available) is True:
+                    self._device = "cuda"
+                    self.device_name = str(reference.call(reference.torch.cuda.get_device_name))
+                else:
+                    self.unseen = (f"The grader sees a GPU ({torch.cuda.get_device_name()}) but a worker inside the {self.tier} "
+                                   f"tier's walls does not ({_why_no_cuda(reference)}), so timing falls back to the CPU.")
+            if self._device == "cpu":
+                with open("/proc/cpuinfo") as f:
+                    self.device_name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
         return self._device
 
-    @property
-    def device_name(self) -> str:
-        if self.device == "cuda":
-            reference = self.reference.proxy(Deadline.after(60))
-            return str(reference.call(reference.torch.cuda.get_device_name))
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
+    def record(self) -> dict:
+        """What a timing case's extra says of where it was timed."""
+        return {"device": self.device, "device_name": self.device_name, "tier": self.tier,
+                **({"gpu_unseen": self.unseen} if self.unseen else {})}
 
     @property
     def graded(self) -> bool:
@@ -107,6 +115,15 @@ class Speed:
     def reference_pair(self, student: Proxy) -> tuple[Proxy, Proxy]:
         """The student's proxy and the reference's, under the same case deadline."""
         return student, self.reference.proxy(student.deadline)
+
+
+def _why_no_cuda(reference: Proxy) -> str:
+    """What torch in the reference's worker says when asked to start CUDA."""
+    try:
+        reference.call(reference.torch.cuda.init)
+    except Ended as exc:
+        return str(exc)[:300]
+    return "torch.cuda.init() raised nothing"
 
 
 @dataclass(frozen=True)
@@ -126,7 +143,8 @@ def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, output
     make_inputs(worker, i) builds the i-th argument list in `worker`, the same in both; no i is used
     twice, so an answer remembered from earlier inputs is never timed. `outputs` names the tensors the
     worker checksums per call (the function's outputs, then with `backward` each parameter's gradient).
-    Correctness on the first inputs comes first: a wrong answer earns no timing points."""
+    Correctness on the first inputs comes first: a wrong answer earns no timing points. On a GPU, each side's
+    peak memory is its largest over the warm-up and timed blocks."""
     speed = t.speed
     started = time.monotonic()
     student, reference = speed.reference_pair(t.student)
@@ -139,10 +157,11 @@ def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, output
     _same_checksums(got, want, outputs, f"{what}, on the timing inputs", "")
     one, _ = _timed(reference, reference_fn, fresh.take(1)[reference], backward)
     reps = max(1, math.ceil(BLOCK_SECONDS / max(one, 1e-6)))
+    peaks = {w: [] for w in workers}  # per block: the first call's one-time allocations (a workspace, say) left out
     for _ in range(WARMUP_BLOCKS):
         inputs = fresh.take(reps)
         for w, fn in workers.items():
-            _timed(w, fn, inputs[w], backward)
+            peaks[w].append(_peak(_timed(w, fn, inputs[w], backward)[1]))
 
     ratios: list[float] = []
     low = high = math.nan
@@ -154,14 +173,17 @@ def compare_speed(t, what: str, student_fn, reference_fn, make_inputs, *, output
                 seconds[w], results[w] = _timed(w, workers[w], inputs[w], backward)
         _same_checksums(results[student], results[reference], outputs, f"{what}, in a timed block",
                         " Outputs cached from earlier calls, or work left unfinished when the function returned?")
+        for w in workers:
+            peaks[w].append(_peak(results[w]))
         ratios.append(seconds[student] / seconds[reference])
         if len(ratios) >= MIN_PAIRS:
             low, high = bootstrap_interval(ratios, t.rng)
             if (high - low) / float(np.median(ratios)) < speed.policy.tight or time.monotonic() - started > speed.policy.seconds:
                 break
-    extra = {"device": speed.device, "device_name": speed.device_name, "tier": speed.tier, "reps_per_block": reps,
-             "timing_seconds": round(time.monotonic() - started, 2)}
-    return verdict(float(np.median(ratios)), low, high, len(ratios), _memory_ratio(got, want), speed.policy, extra)
+    extra = {**speed.record(), "reps_per_block": reps, "timing_seconds": round(time.monotonic() - started, 2)}
+    result = verdict(float(np.median(ratios)), low, high, len(ratios), _memory_ratio(peaks[student], peaks[reference]),
+                     speed.policy, extra)
+    return dataclasses.replace(result, message=f"{result.message} {speed.unseen}") if speed.unseen else result
 
 
 class _Fresh:
@@ -227,11 +249,25 @@ def _same_checksums(got, want: dict, outputs: tuple[str, ...], what: str, why: s
                          f"{why} The cases that check values say where.")
 
 
-def _memory_ratio(got: dict, want: dict) -> float | None:
-    stu, ref = got.get("peak_bytes"), want.get("peak_bytes")
-    if not isinstance(stu, int) or not isinstance(ref, int) or ref <= 0:
-        return None  # measured on a GPU only
-    return stu / ref
+def _memory_ratio(student: list, reference: list) -> float | None:
+    """The student's largest peak GPU memory over the blocks against the reference's; None on a CPU, which
+    measures none. A student's worker that reports none where the reference's does was patched past the
+    functions it bound before student code ran (worker.bind_timing_cuda)."""
+    if not all(_byte_count(b) for b in reference) or max(reference) <= 0:
+        return None
+    if not all(_byte_count(b) for b in student):
+        raise CaseFailed("The worker running your code reported no peak GPU memory for a timed block (the grader's code "
+                         "in it always does), so no timing points: does your code patch torch.cuda or the worker?")
+    return max(student) / max(reference)
+
+
+def _peak(result) -> object:
+    """A block's peak_bytes as its worker sent it (the student's reply is untrusted: _byte_count judges it)."""
+    return result.get("peak_bytes") if isinstance(result, dict) else None
+
+
+def _byte_count(value) -> bool:
+    return type(value) is int and value >= 0
 
 
 def bootstrap_interval(ratios: list[float], rng: np.random.Generator, draws: int = 2000) -> tuple[float, float]:

@@ -3,12 +3,19 @@
     .venv/bin/python benchmarks/run.py                  # everything: about 20 minutes on 2 cores
     .venv/bin/python benchmarks/run.py --runs 10        # more repetitions of the timing verdict
     .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --class-size 0 --out /tmp/b.md
+    python3 benchmarks/run.py --gpu-only --gpu-json $OUT/gpu.json --out $OUT/gpu.md   # on a GPU: section 6 only
+    .venv/bin/python benchmarks/run.py --refresh-gpu-section   # BENCHMARKS.md's section 6 again from gpu.json
 
 Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
 reference is graded as a student; how deliberately slower (correct) variants
 are scored; the reference solutions against PyTorch's built-ins, in-process;
-and a class of submissions graded one by one and with `grade-all`.
+and a class of submissions graded one by one and with `grade-all`. Sections 2
+to 4 measure on whatever device the grader times on. Section 6 holds the same
+measurements on a GPU, with the peak-memory check: `--gpu-only` measures it
+there (benchmarks/device.sh) into benchmarks/gpu.json, which is committed, and
+every run renders the section from that file, saying where and when it was
+measured, or that no GPU was available.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import contextlib
 import csv
 import dataclasses
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -28,13 +36,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import median
 
 import torch
 
 from autograder.cases import TIMING
+from autograder.outcome import Ended
 from autograder.rubric import Rubric, load_rubric
 from autograder.reference import Reference
 from autograder.runner import GradeRun, grade
@@ -43,12 +54,17 @@ from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.template import Template
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files
 from autograder.submission import open_submission
-from autograder.timing import Policy, verdict
+from autograder.timing import Policy, Speed, verdict
 from autograder.verify import load_mistakes, write_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 SLOWDOWNS = (2, 5)
+# Extra (B, h, T, T) float32 tensors the memory-hungry variants keep alive: the reference's multi_head_self_attention
+# holds at most 3 at once (scores, weights before and after masking), so 1 stays within 2x its peak and 8 goes far beyond.
+HUNGRY = (1, 8)
+GPU_JSON = ROOT / "benchmarks" / "gpu.json"
+GPU_SECTION = "## 6. On a GPU"
 
 
 # ---------------------------------------------------------------- the machine
@@ -58,11 +74,20 @@ def machine(tier: Tier) -> list[tuple[str, str]]:
     cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo") if line.startswith("model name")),
                platform.processor() or "unknown")
     mem_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo") if line.startswith("MemTotal:")), 0)
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    gpu = f"{torch.cuda.get_device_name(0)} (driver {_driver()}, CUDA {torch.version.cuda})" if torch.cuda.is_available() else "none"
     return [("CPU", cpu), ("cores", f"{os.cpu_count()} ({len(os.sched_getaffinity(0))} usable by this process)"),
             ("RAM", f"{mem_kb / (1 << 20):.1f} GiB"), ("GPU", gpu), ("OS", platform.platform()),
             ("Python", platform.python_version()), ("torch", torch.__version__),
             ("isolation tier", f"{tier.name} ({tier.guarantees})")]
+
+
+def _driver() -> str:
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
 def _read(path: str) -> list[str]:
@@ -175,12 +200,28 @@ def call_overhead(tier: Tier, calls: int = 200) -> float:
 # ---------------------------------------------------------------- the timing verdict
 
 
-def timing_runs(rubric: Rubric, folder: Path, tier: Tier, secrets: list[str]) -> dict[str, list]:
+@dataclass(frozen=True)
+class Measured:
+    """A graded timing case as the sections show it and gpu.json keeps it."""
+
+    case: str  # its name
+    passed: bool
+    fraction: float
+    seconds: float
+    output: str
+    extra: dict  # the verdict's: device, ratio, ci, pairs, memory_ratio...
+
+    @classmethod
+    def of(cls, result) -> Measured:
+        return cls(result.case.name, result.passed, result.fraction, round(result.seconds, 2), result.output, result.extra)
+
+
+def timing_runs(rubric: Rubric, folder: Path, tier: Tier, secrets: list[str]) -> dict[str, list[Measured]]:
     """Grade the timing cases of `rubric` on `folder` once per secret; each case's results, in order."""
     per_case = defaultdict(list)
     for secret in secrets:
         for r in grade_folder(rubric, folder, tier, secret).results:
-            per_case[r.case.name].append(r)
+            per_case[r.case.name].append(Measured.of(r))
     return per_case
 
 
@@ -212,23 +253,51 @@ def repeat_function(name: str, k: int) -> str:
 
 
 def repeat_method(dotted: str, k: int) -> str:
-    """Rebind a module's forward to the mean of k identical forwards. Its case times forward and backward:
-    a mean makes backward run k times too, where keeping the last result would repeat the forward pass only."""
+    """Rebind a module's forward to run forward and backward k - 1 times before the forward whose result it returns:
+    its case times forward and backward, and repeating the forward alone would leave backward at 1x. The extra
+    backward passes go through torch.autograd.grad, which leaves .grad alone and frees each graph at once, so the
+    variant allocates as the original does (a mean of k forwards would keep k graphs: k times the peak memory)."""
     cls, method = dotted.split(".")
     return (f"\n\n_{method}_once = {cls}.{method}\n\n\n"
             f"def _{method}_{k}_times(self, *args):\n"
-            f"    return sum(_{method}_once(self, *args) for _ in range({k})) / {k}\n\n\n"
+            f"    for _ in range({k - 1}):\n"
+            f"        torch.autograd.grad(_{method}_once(self, *args).sum(), list(self.parameters()), allow_unused=True)\n"
+            f"    return _{method}_once(self, *args)\n\n\n"
             f"{cls}.{method} = _{method}_{k}_times\n")
 
 
-def slow_variants(rubric: Rubric, tier: Tier, scratch: Path) -> list[tuple[int, object]]:
+def slow_variants(rubric: Rubric, tier: Tier, scratch: Path) -> list[tuple[int, Measured]]:
     """(k, result) for each k and timing case: each variant graded on its own case only."""
     out = []
     for k in SLOWDOWNS:
         for case in (c for comp in rubric.components for c in comp.cases):
             folder = slowed_copy(scratch / f"{case.check}-{case.params.get('which')}-{k}", case, k)
-            out += [(k, r) for r in grade_folder(restricted(rubric, lambda c: c == case), folder, tier, "bench-slow").results]
+            out += [(k, Measured.of(r)) for r in grade_folder(restricted(rubric, lambda c: c == case), folder, tier, "bench-slow").results]
     return out
+
+
+def hungry_copy(dest: Path, kept: int) -> Path:
+    """solutions/ whose multi_head_self_attention is correct but keeps `kept` extra (B, h, T, T) float32 tensors,
+    each as large as its attention weights, alive until it returns: its peak memory grows by that much, its time
+    by writing them."""
+    shutil.copytree(SOLUTIONS, dest)
+    with open(dest / "attention.py", "a") as f:
+        f.write("\n\n_multi_head_self_attention_lean = multi_head_self_attention\n\n\n"
+                "def multi_head_self_attention(x, W_q, W_k, W_v, W_o, num_heads, causal=True):\n"
+                "    B, T, _ = x.shape\n"
+                f"    kept = [torch.full((B, num_heads, T, T), float(i), device=x.device) for i in range({kept})]\n"
+                "    out = _multi_head_self_attention_lean(x, W_q, W_k, W_v, W_o, num_heads, causal)\n"
+                "    del kept\n"
+                "    return out\n")
+    return dest
+
+
+def memory_variants(rubric: Rubric, tier: Tier, scratch: Path) -> list[tuple[int, Measured]]:
+    """(kept, result) for each memory-hungry variant, graded on the multi_head_self_attention timing case only."""
+    case = next(c for comp in rubric.components for c in comp.cases if c.check == "attention.speed" and c.params["which"] == "mhsa")
+    return [(kept, Measured.of(r)) for kept in HUNGRY
+            for r in grade_folder(restricted(rubric, lambda c: c == case), hungry_copy(scratch / f"hungry-{kept}", kept),
+                                  tier, "bench-memory").results]
 
 
 # ---------------------------------------------------------------- the reference against PyTorch
@@ -311,21 +380,23 @@ def encoder_layer_like(block, d: int, heads: int) -> torch.nn.TransformerEncoder
     return layer  # its LayerNorms have weight 1 and no bias, as the block's start (bias 0)
 
 
-def against_builtins(rubric: Rubric, pairs: int) -> list[dict]:
-    """Reference over built-in, single-threaded, at the CPU timing shapes (and the GPU's when there is one)."""
-    devices = [("cpu", "cpu")] + ([("cuda", "gpu")] if torch.cuda.is_available() else [])
-    threads = torch.get_num_threads()
+def against_builtins(rubric: Rubric, pairs: int, devices: tuple[str, ...]) -> list[dict]:
+    """Reference over built-in, single-threaded, at each device's timing shapes ("cpu" or "cuda"). In float32
+    throughout: cuDNN's TF32 (on by default, used by nn.LSTM on a GPU) would time another computation."""
+    threads, tf32 = torch.get_num_threads(), torch.backends.cudnn.allow_tf32
     torch.set_num_threads(1)  # as in a worker (OMP_NUM_THREADS=1)
+    torch.backends.cudnn.allow_tf32 = False
     try:
         out = []
-        for device, key in devices:
+        for device in devices:
             sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-            for name, shape, ours, builtin in builtin_pairs(timing_shapes(rubric, key), device):
+            for name, shape, ours, builtin in builtin_pairs(timing_shapes(rubric, "gpu" if device == "cuda" else "cpu"), device):
                 ratio, ours_s, builtin_s = interleaved_ratio(ours, builtin, sync, pairs)
                 out.append({"name": name, "device": device, "shape": shape, "ratio": ratio, "ours": ours_s, "builtin": builtin_s})
         return out
     finally:
         torch.set_num_threads(threads)
+        torch.backends.cudnn.allow_tf32 = tf32
 
 
 # ---------------------------------------------------------------- BENCHMARKS.md
@@ -478,20 +549,25 @@ def section_wall(grades: list[dict], startup: tuple[float, float], overhead: flo
     ])
 
 
-def verdict_rows(per_case: dict[str, list]) -> list[list]:
+def stability_table(per_case: dict[str, list[Measured]]) -> str:
+    """Per case: ratio, interval width and pairs over the runs, and the peak-memory ratio where one was measured (a GPU)."""
+    memory = any(r.extra.get("memory_ratio") is not None for results in per_case.values() for r in results)
     rows = []
     for name, results in per_case.items():
         ratios = [r.extra["ratio"] for r in results if "ratio" in r.extra]
         widths = [r.extra["ci"][1] - r.extra["ci"][0] for r in results if "ci" in r.extra]
         pairs = [r.extra["pairs"] for r in results if "pairs" in r.extra]
+        peaks = [r.extra["memory_ratio"] for r in results if r.extra.get("memory_ratio") is not None]
         full = sum(r.passed and r.fraction == 1 for r in results)
         rows.append([name] + [f"{min(v):.2f} / {median(v):.2f} / {max(v):.2f}" if v else "-" for v in (ratios, widths)]
-                    + [f"{min(pairs)} / {median(pairs):g} / {max(pairs)}" if pairs else "-",
-                       f"{median([r.seconds for r in results]):.1f}", f"{full}/{len(results)}"])
-    return rows
+                    + [f"{min(pairs)} / {median(pairs):g} / {max(pairs)}" if pairs else "-"]
+                    + ([f"{min(peaks):.2f} / {max(peaks):.2f}" if peaks else "-"] if memory else [])
+                    + [f"{median([r.seconds for r in results]):.1f}", f"{full}/{len(results)}"])
+    return table(["case", "ratio min / median / max", "interval width min / median / max", "pairs min / median / max"]
+                 + (["peak memory ratio min / max"] if memory else []) + ["seconds (median)", "full marks"], rows)
 
 
-def section_stability(per_case: dict[str, list], policy: Policy) -> str:
+def section_stability(per_case: dict[str, list[Measured]], policy: Policy) -> str:
     runs = max(len(v) for v in per_case.values())
     return "\n\n".join([
         "## 2. Stability of the timing verdict",
@@ -499,13 +575,12 @@ def section_stability(per_case: dict[str, list], policy: Policy) -> str:
         "(the timing cases are visible, so their inputs and random pair order come from the public seed and do not "
         "change with the secret: the runs differ by measurement noise and by the fresh workers). "
         "Ratio = student time / reference time; the interval is the 95% bootstrap interval of the median.",
-        table(["case", "ratio min / median / max", "interval width min / median / max", "pairs min / median / max",
-               "seconds (median)", "full marks"], verdict_rows(per_case)),
+        stability_table(per_case),
         stability_reading(per_case, policy),
     ])
 
 
-def stability_reading(per_case: dict[str, list], policy: Policy) -> str:
+def stability_reading(per_case: dict[str, list[Measured]], policy: Policy) -> str:
     verdicts = [r for results in per_case.values() for r in results]
     full = sum(r.passed and r.fraction == 1 for r in verdicts)
     timed = [r for r in verdicts if "ratio" in r.extra]
@@ -515,7 +590,7 @@ def stability_reading(per_case: dict[str, list], policy: Policy) -> str:
             and spread(results) > median([r.extra["ci"][1] - r.extra["ci"][0] for r in results])]
     text = (f"Reading: identical code should measure 1.00 and earn full marks (ratio up to {policy.full_until:g}); "
             f"{full} of {len(verdicts)} verdicts did. The ratio furthest from 1.00 was {far.extra['ratio']:.2f} "
-            f"({far.case.name}). ")
+            f"({far.case}). ")
     if wide:
         return text + (f"In {len(wide)} of {len(per_case)} cases ({'; '.join(wide)}) the ratios spread across runs by more "
                        "than a typical interval's width: an interval describes one run, with its pair of fresh "
@@ -529,24 +604,35 @@ def spread(results) -> float:
     return max(ratios) - min(ratios)
 
 
-def section_variants(results: list[tuple[int, object]], policy: Policy) -> str:
-    rows = [[r.case.name, f"{k}x", f"{r.extra['ratio']:.2f}" if "ratio" in r.extra else "-",
-             "{:.2f}-{:.2f}".format(*r.extra["ci"]) if "ci" in r.extra else "-", r.extra.get("pairs", "-"),
-             f"{r.fraction:.0%}" if r.passed else f"failed: {r.output[:80]}", f"{expected_fraction(k, policy):.0%}"]
+VARIANTS = ("Copies of `solutions/` where the timed function computes its correct result k times: a wrapper calls "
+            "`scaled_dot_product_attention`, `multi_head_self_attention` or `lstm_forward` k times and returns the last "
+            "result; `TransformerLM.forward` first runs forward and backward k - 1 times (through `torch.autograd.grad`, "
+            "which leaves the gradients alone), so that backward, also timed, runs k times too. Each variant is graded "
+            "on its own timing case only. \"at k\" is what the policy gives a ratio of exactly k.")
+
+
+def variants_table(results: list[tuple[int, Measured]], policy: Policy) -> str:
+    memory = any(r.extra.get("memory_ratio") is not None for _, r in results)
+    rows = [[r.case, f"{k}x", f"{r.extra['ratio']:.2f}" if "ratio" in r.extra else "-",
+             "{:.2f}-{:.2f}".format(*r.extra["ci"]) if "ci" in r.extra else "-", r.extra.get("pairs", "-")]
+            + ([_memory(r)] if memory else [])
+            + [f"{r.fraction:.0%}" if r.passed else f"failed: {r.output[:80]}", f"{expected_fraction(k, policy):.0%}"]
             for k, r in results]
+    return table(["case", "slowdown", "ratio", "95% interval", "pairs"] + (["peak memory ratio"] if memory else [])
+                 + ["points", "at k"], rows)
+
+
+def _memory(r: Measured) -> str:
+    return "-" if r.extra.get("memory_ratio") is None else f"{r.extra['memory_ratio']:.2f}"
+
+
+def section_variants(results: list[tuple[int, Measured]], policy: Policy) -> str:
     return "\n\n".join([
-        "## 3. Deliberately slower variants",
-        "Copies of `solutions/` where the timed function computes its correct result k times: a wrapper calls "
-        "`scaled_dot_product_attention`, `multi_head_self_attention` or `lstm_forward` k times and returns the last "
-        "result; `TransformerLM.forward` returns the mean of k identical forwards, so that backward (also timed) runs "
-        "k times too. Each variant is graded on its own timing case only. \"at k\" is what the policy gives a ratio of "
-        "exactly k.",
-        table(["case", "slowdown", "ratio", "95% interval", "pairs", "points", "at k"], rows),
-        variants_reading(results, policy),
+        "## 3. Deliberately slower variants", VARIANTS, variants_table(results, policy), variants_reading(results, policy),
     ] if results else ["## 3. Deliberately slower variants", "Skipped (`--skip-slow-variants`)."])
 
 
-def variants_reading(results: list[tuple[int, object]], policy: Policy) -> str:
+def variants_reading(results: list[tuple[int, Measured]], policy: Policy) -> str:
     timed = [(k, r) for k, r in results if "ratio" in r.extra]
     off = [(k, r) for k, r in timed if abs(r.fraction - expected_fraction(k, policy)) > 0.1]
     scale = [r.extra["ratio"] / k for k, r in timed]
@@ -560,8 +646,16 @@ def variants_reading(results: list[tuple[int, object]], policy: Policy) -> str:
     worst = max(off, key=lambda kr: abs(kr[1].fraction - expected_fraction(kr[0], policy)))
     return text + (f"{len(off)} of {len(timed)} variants earned more than 10 points away from the share a ratio of "
                    "exactly k would, the furthest "
-                   f"{worst[1].case.name} at {worst[0]}x: measured {worst[1].extra['ratio']:.2f}, "
-                   f"{worst[1].fraction:.0%} of the points.")
+                   f"{worst[1].case} at {worst[0]}x: measured {worst[1].extra['ratio']:.2f}, "
+                   f"{worst[1].fraction:.0%} of the points{_memory_cost(worst[1], policy)}.")
+
+
+def _memory_cost(r: Measured, policy: Policy) -> str:
+    """What the peak-memory check took, when it took the points."""
+    memory = r.extra.get("memory_ratio")
+    if memory is None or memory <= policy.memory_ratio:
+        return ""
+    return f", for its peak memory ({memory:.2f}x the reference's, limit {policy.memory_ratio:g}x)"
 
 
 def expected_fraction(ratio: float, policy: Policy) -> float:
@@ -572,12 +666,16 @@ def expected_fraction(ratio: float, policy: Policy) -> float:
 def section_builtins(results: list[dict], pairs: int) -> str:
     if not results:
         return "## 4. The reference against PyTorch's built-ins\n\nSkipped (`--skip-builtins`)."
+    return "\n\n".join(["## 4. The reference against PyTorch's built-ins", *builtins_parts(results, pairs)])
+
+
+def builtins_parts(results: list[dict], pairs: int) -> list[str]:
+    """How the pairs were timed, their table and its reading."""
     rows = [[r["name"], r["device"], r["shape"], f"{r['ours'] * 1e3:.3f}", f"{r['builtin'] * 1e3:.3f}", f"{r['ratio']:.2f}"]
             for r in results]
     slowest = max(results, key=lambda r: r["ratio"])
     fastest = min(results, key=lambda r: r["ratio"])
-    return "\n\n".join([
-        "## 4. The reference against PyTorch's built-ins",
+    return [
         f"In this process, `torch.set_num_threads(1)`, at the timing cases' shapes from grading.yaml; reference and "
         f"built-in calls alternate (which goes first alternates too), ratio = median over {pairs} pairs of reference "
         "time / built-in time. The LSTM pair uses the same weights (`bias_hh` zeroed, as ours has one bias); the block "
@@ -586,11 +684,152 @@ def section_builtins(results: list[dict], pairs: int) -> str:
         "before it is timed.",
         table(["pair", "device", "shape", "reference ms", "built-in ms", "ratio"], rows),
         f"Reading: students are timed against the reference, not against these built-ins, so a ratio above 1 is "
-        f"how much faster than the reference the same computation can run in one thread. The largest gap is "
+        f"how much faster than the reference the same computation can run (on a CPU, in one thread). The largest gap is "
         f"{slowest['name']} on {slowest['device']} ({slowest['ratio']:.2f}x), the smallest {fastest['name']} on "
         f"{fastest['device']} ({fastest['ratio']:.2f}x). Such gaps decide how far below 1.0 a careful student's ratio "
         f"can go; nothing is flagged until {1 / Policy.flag_below:g}x faster than the reference.",
+    ]
+
+
+# ---------------------------------------------------------------- on a GPU
+
+
+def probe(rubric: Rubric, tier: Tier) -> dict:
+    """Whether the GPU reaches the workers inside the tier's walls: what the grader sees, the device the timing
+    cases will use (Speed asks the reference's worker) and, as a student's code would, a worker of a student uid."""
+    found = {"grader": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    speed = Speed(rubric.timing, rubric.solutions_dir, tier, Limits())
+    try:
+        found.update(timing_device=speed.device, device_name=speed.device_name, unseen=speed.unseen)
+    finally:
+        speed.stop()
+    slot = Slot(SOLUTIONS, [], [], Limits(), tier.with_id(0))
+    try:
+        student = slot.proxy(Deadline.after(120))
+        ones = student.call(student.torch.ones, 1024, device="cuda")
+        found["student_worker"] = "cuda" if float(ones.sum()) == 1024 else f"wrong sum {float(ones.sum())}"
+    except Ended as exc:
+        found["student_worker"] = f"cannot compute on cuda: {str(exc)[:300]}"
+    finally:
+        slot.stop()
+    found["ok"] = found["timing_device"] == "cuda" and found["student_worker"] == "cuda"
+    return found
+
+
+def code_digest() -> str:
+    """sha256 of what the figures depend on: the grader's package, the solutions and grading.yaml."""
+    digest = hashlib.sha256()
+    for path in sorted([*(ROOT / "autograder").rglob("*.py"), *SOLUTIONS.rglob("*.py"), ROOT / "grading.yaml"]):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _commit() -> str:
+    """The commit measured: $AUTOGRADER_COMMIT (a copy of the tree without .git, as on a lent GPU machine), else git's."""
+    if os.environ.get("AUTOGRADER_COMMIT"):
+        return os.environ["AUTOGRADER_COMMIT"]
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def gpu_figures(rubric: Rubric, tier: Tier, found: dict, runs: int, pairs: int, command: str, save, log) -> dict:
+    """Section 6 measured on this machine's GPU, as plain data, passed to `save` after each part: a run cut short
+    keeps what it measured, and a part that fails records its error and leaves the others to run."""
+    started, clock = datetime.datetime.now().astimezone(), time.monotonic()
+    timing_rubric = restricted(rubric, lambda c: c.check in TIMING)
+    figures = {"measured": {"command": command, "date": started.strftime("%Y-%m-%d %H:%M %Z").strip(), "commit": _commit(),
+                            "code_sha256": code_digest(), "minutes": 0.0, "complete": False},
+               "machine": machine(tier), "workers": found, "policy": asdict(rubric.timing)}
+    with tempfile.TemporaryDirectory() as scratch:
+        parts = [
+            ("stability", lambda: {name: [asdict(m) for m in results] for name, results in
+                                   timing_runs(timing_rubric, SOLUTIONS, tier, [f"bench-gpu-{i}" for i in range(runs)]).items()}),
+            ("memory", lambda: [[kept, asdict(m)] for kept, m in memory_variants(timing_rubric, tier, Path(scratch))]),
+            ("builtins", lambda: {"pairs": pairs, "results": against_builtins(rubric, pairs, ("cuda",))}),
+            ("variants", lambda: [[k, asdict(m)] for k, m in slow_variants(timing_rubric, tier, Path(scratch))]),
+        ]
+        for name, measure in parts:
+            log(f"GPU: {name}")
+            try:
+                figures[name] = measure()
+            except Exception:
+                traceback.print_exc()
+                figures[name] = {"error": traceback.format_exc().strip().splitlines()[-1]}
+            figures["measured"]["minutes"] = round((time.monotonic() - clock) / 60, 2)
+            save(figures)
+    figures["measured"]["complete"] = True
+    save(figures)
+    return figures
+
+
+def load_gpu(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def section_gpu(figures: dict | None) -> str:
+    """Section 6 from gpu.json's figures, or that none were measured."""
+    if figures is None:
+        return "\n\n".join([GPU_SECTION, "Unmeasured: no GPU was available. `benchmarks/device.sh`, run on a machine with "
+                              "one, measures this section into `benchmarks/gpu.json`; once that file is committed, every "
+                              "bench run shows it here."])
+    m, policy = figures["measured"], Policy(**figures["policy"])
+    same = m["code_sha256"] == code_digest()
+    workers = figures["workers"]
+    rows = [*figures["machine"], ("timing device (the reference's worker)", f"{workers['timing_device']}: {workers['device_name']}"),
+            ("a worker of a student uid", workers["student_worker"])]
+    return "\n\n".join([
+        GPU_SECTION,
+        f"Measured by `{m['command']}` on {m['date']} in {m['minutes']:.1f} min, commit {m['commit']}"
+        f"{'' if m['complete'] else ' (the run ended early: what it did not reach is marked)'}; the figures live in "
+        "`benchmarks/gpu.json`, from which every bench run renders this section. "
+        + ("The grader's package, the solutions and grading.yaml are as they were then." if same else
+           "The grader's package, the solutions or grading.yaml have changed since: run `benchmarks/device.sh` on a GPU "
+           "again for figures of this code."),
+        table(["", ""], [list(r) for r in rows]),
+        "### Stability of the verdict",
+        f"As section 2, on the GPU shapes of grading.yaml: the reference graded as a student, timing cases only. "
+        "Peak memory ratio = the student's largest peak GPU memory in a block (`torch.cuda.max_memory_allocated` above "
+        f"what was allocated before it) over the reference's; beyond {policy.memory_ratio:g}x it costs the points.",
+        *_part(figures, "stability", lambda per_case: [stability_table(per_case), stability_reading(per_case, policy)],
+               lambda d: {name: [Measured(**r) for r in results] for name, results in d.items()}),
+        "### Peak memory",
+        "Copies of `solutions/` whose `multi_head_self_attention` is correct but keeps k extra (B, h, T, T) float32 "
+        "tensors, each as large as its attention weights, alive until it returns; graded on its timing case only.",
+        *_part(figures, "memory", lambda results: memory_parts(results, policy), _pairs),
+        "### Deliberately slower variants",
+        VARIANTS,
+        *_part(figures, "variants", lambda results: [variants_table(results, policy), variants_reading(results, policy)], _pairs),
+        "### The reference against PyTorch's built-ins",
+        *_part(figures, "builtins", lambda d: builtins_parts(d["results"], d["pairs"]), lambda d: d),
     ])
+
+
+def _pairs(data: list) -> list[tuple[int, Measured]]:
+    return [(k, Measured(**r)) for k, r in data]
+
+
+def _part(figures: dict, name: str, render, load) -> list[str]:
+    """A measured part of section 6, or why it is missing."""
+    data = figures.get(name)
+    if data is None:
+        return ["Not measured: the run ended before this part."]
+    if isinstance(data, dict) and "error" in data:
+        return [f"Not measured: the part failed ({data['error']}); `benchmarks/device.sh`'s log has the traceback."]
+    return render(load(data))
+
+
+def memory_parts(results: list[tuple[int, Measured]], policy: Policy) -> list[str]:
+    rows = [[kept, _memory(r), f"{r.extra['ratio']:.2f}" if "ratio" in r.extra else "-",
+             f"{r.fraction:.0%}" if r.passed else f"failed: {r.output[:80]}"] for kept, r in results]
+    over = [r for _, r in results if (r.extra.get("memory_ratio") or 0) > policy.memory_ratio]
+    caught = [r for r in over if r.passed and r.fraction == 0 and "peak GPU memory" in r.output]
+    return [table(["extra (B, h, T, T) tensors", "peak memory ratio", "time ratio", "points"], rows),
+            f"Reading: beyond {policy.memory_ratio:g}x the reference's peak memory a correct variant earns nothing, however "
+            f"fast; {len(over)} of {len(results)} variants measured beyond it, and {len(caught)} of those earned nothing "
+            "with feedback naming the peak memory. The others kept what their time earned."]
 
 
 # ---------------------------------------------------------------- main
@@ -604,19 +843,53 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-slow-variants", action="store_true", help="leave out section 3")
     parser.add_argument("--skip-builtins", action="store_true", help="leave out section 4")
     parser.add_argument("--class-size", type=int, default=40, help="submissions in the class of section 5 (0: leave it out)")
-    parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md", help="where to write (default BENCHMARKS.md)")
+    parser.add_argument("--out", type=Path, help="where to write (default BENCHMARKS.md; with --gpu-only, required and "
+                        "another file: section 6 alone)")
+    parser.add_argument("--gpu-only", action="store_true", help="measure section 6 only, on this machine's GPU, into "
+                        "--gpu-json (status 3, nothing written, when the workers see no GPU)")
+    parser.add_argument("--gpu-json", type=Path, default=GPU_JSON, help="section 6's figures: written by --gpu-only, "
+                        "rendered by every run (default benchmarks/gpu.json)")
+    parser.add_argument("--refresh-gpu-section", action="store_true", help="measure nothing: write section 6 of --out "
+                        "again from --gpu-json, keeping sections 1 to 5")
+    parser.add_argument("--probe", action="store_true", help="say whether the workers see the GPU, and stop (status 3 "
+                        "when they do not)")
     args = parser.parse_args(argv)
+    benchmarks_md = ROOT / "BENCHMARKS.md"
+    if args.gpu_only and (args.out is None or args.out.resolve() == benchmarks_md):
+        parser.error("--gpu-only writes section 6 alone: give it an --out other than BENCHMARKS.md, whose other sections it would lose")
+    out = args.out or benchmarks_md
 
     started, clock = datetime.datetime.now().astimezone(), time.monotonic()
     command = shlex.join([os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(str(ROOT)) else sys.executable,
                           *sys.argv])
     rubric = load_rubric(ROOT / "grading.yaml")
     timing_rubric = restricted(rubric, lambda c: c.check in TIMING)
+    if args.refresh_gpu_section:
+        kept = out.read_text().split("\n" + GPU_SECTION)[0].rstrip("\n")
+        out.write_text(f"{kept}\n\n{section_gpu(load_gpu(args.gpu_json))}\n")
+        return
     tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
-
 
     def log(what: str) -> None:
         print(f"[{time.monotonic() - clock:4.0f} s] {what}", flush=True)
+
+    if args.probe or args.gpu_only:
+        log(f"isolation tier: {tier.name}; do the workers see the GPU?")
+        found = probe(rubric, tier)
+        log(json.dumps(found))
+        if not found["ok"]:
+            log("the timing workers see no GPU: nothing measured")
+            raise SystemExit(3)
+        if args.probe:
+            return
+    if args.gpu_only:
+        def save(figures: dict) -> None:
+            args.gpu_json.write_text(json.dumps(figures, indent=1) + "\n")
+            out.write_text(f"# Benchmarks on a GPU\n\n{section_gpu(figures)}\n")
+
+        gpu_figures(rubric, tier, found, args.runs, args.pairs, command, save, log)
+        log(f"wrote {args.gpu_json} and {out}")
+        return
 
     log(f"isolation tier: {tier.name}; full grades x {args.full_runs}")
     grades = full_grades(rubric, tier, args.full_runs)
@@ -630,7 +903,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as scratch:
             variants = slow_variants(timing_rubric, tier, Path(scratch))
     log("built-ins")
-    against = [] if args.skip_builtins else against_builtins(rubric, args.pairs)
+    against = [] if args.skip_builtins else against_builtins(rubric, args.pairs, ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
     klass = None
     if args.class_size:
         log(f"a class of {args.class_size}")
@@ -640,9 +913,9 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n\n".join([section_machine(machine(tier), command, started, time.monotonic() - clock),
                         section_wall(grades, startup, overhead), section_stability(per_case, rubric.timing),
                         section_variants(variants, rubric.timing), section_builtins(against, args.pairs),
-                        section_class(klass)])
-    args.out.write_text(text + "\n")
-    log(f"wrote {args.out}")
+                        section_class(klass), section_gpu(load_gpu(args.gpu_json))])
+    out.write_text(text + "\n")
+    log(f"wrote {out}")
 
 
 if __name__ == "__main__":

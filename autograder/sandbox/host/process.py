@@ -2,8 +2,9 @@
 
 A worker is a `python -I` process in a scratch copy of the submission, forked
 from the submission's template (template.py) or started from nothing, inside
-the run's isolation tier (tiers.py) with an empty environment, its own session
-(so the whole group can be killed), no descriptors but its two pipes, and
+the run's isolation tier (tiers.py) with an environment of its own (worker_env:
+nothing of the grader's but what CUDA needs), its own session (so the whole
+group can be killed), no descriptors but its two pipes, and
 stdout/stderr sent to /dev/null (what student code prints through
 Python comes back with each reply instead, as text: worker.Printed); nothing
 it prints counts. Before importing student code it walls itself in (worker.py
@@ -26,7 +27,7 @@ from ...outcome import Ended
 from . import reaper
 from ..worker import wire
 from .template import Template, TemplateGone
-from .tiers import Tier
+from .tiers import Tier, cuda_driver_dirs
 
 # The worker's side of the boundary (sandbox/worker/): copied into each worker's scratch folder, so
 # that at the root and bubblewrap tiers the worker needs nothing of the grader's.
@@ -38,6 +39,9 @@ PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a template (o
 # running the same code could differ 2x in page faults (measured on attention's 8 MB score matrices).
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "GLIBC_TUNABLES": MALLOC_TUNABLES}  # and HOME, its folder
+# What CUDA needs of the grader's environment, which workers do not otherwise get: the devices they may use (Ray sets
+# CUDA_VISIBLE_DEVICES on a GPU node) and how they are numbered, so that a worker's cuda is the grader's.
+CUDA_VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,16 @@ class StudentRaised(Ended):
         return f"Your code raised {self.type_name}: {self.message}{where}"
 
 
+def worker_env() -> dict[str, str]:
+    """The environment a worker (or template) starts with, but for HOME: WORKER_ENV, and from the grader's own
+    environment CUDA_VARIABLES and, as LD_LIBRARY_PATH, the folders of CUDA's driver (tiers.cuda_driver_dirs)."""
+    env = {**WORKER_ENV, **{name: os.environ[name] for name in CUDA_VARIABLES if name in os.environ}}
+    driver = cuda_driver_dirs()
+    if driver:
+        env["LD_LIBRARY_PATH"] = ":".join(map(str, driver))
+    return env
+
+
 def preloaded(forbidden_modules: list[str], imports: tuple[str, ...] = ()) -> list[str]:
     """What a worker imports before student code, so that no case pays for it: PRELOAD and what the cases' own
     requests import (cases.IMPORTS), less any module a forbidden one is, holds or sits in (a module already loaded
@@ -117,7 +131,7 @@ def preloaded(forbidden_modules: list[str], imports: tuple[str, ...] = ()) -> li
 
 def start_template(tier: Tier) -> Template:
     """A template (template.py) for the workers of one submission: it imports PRELOAD, started now."""
-    return Template(tier, PRELOAD, WORKER_SIDE, (*WORKER_FILES, "template.py"), WORKER_ENV)
+    return Template(tier, PRELOAD, WORKER_SIDE, (*WORKER_FILES, "template.py"), worker_env())
 
 
 def forkable(forbidden_modules: list[str]) -> bool:
@@ -213,7 +227,7 @@ class Started:
     """A worker started from nothing: `python -I worker.py` in its own session, inside the tier's walls."""
 
     def __init__(self, command: list[str], workdir: Path, fds: tuple[int, int], in_bwrap: bool):
-        self.proc = reaper.start(command, cwd=workdir, env={**WORKER_ENV, "HOME": str(workdir)}, stdin=subprocess.DEVNULL,
+        self.proc = reaper.start(command, cwd=workdir, env={**worker_env(), "HOME": str(workdir)}, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=fds)
         self.pid = self.proc.pid
         self.depth = 2 if in_bwrap else 0  # generations from the process started to Python (bwrap, its init, Python)

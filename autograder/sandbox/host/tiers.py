@@ -147,8 +147,9 @@ def _probe(tier: Tier, argv: list[str]) -> str | None:
 
 
 def python_paths(hidden: tuple[Path, ...]) -> tuple[Path, ...]:
-    """What the worker's Python needs to see: its prefixes and sys.path, less anything hidden or holding it."""
-    wanted = [Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in sys.path if p and os.path.isdir(p))]
+    """What the worker's Python needs to see: its prefixes and sys.path, and the folders of CUDA's driver that
+    workers are told of (cuda_driver_dirs), less anything hidden or holding it."""
+    wanted = [Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in sys.path if p and os.path.isdir(p)), *cuda_driver_dirs()]
     keep: list[Path] = []
     for path in (p.resolve() for p in wanted):
         if any(path.is_relative_to(h) or h.is_relative_to(path) for h in hidden):
@@ -156,6 +157,30 @@ def python_paths(hidden: tuple[Path, ...]) -> tuple[Path, ...]:
         if not any(path.is_relative_to(k) for k in keep):
             keep = [k for k in keep if not k.is_relative_to(path)] + [path]
     return tuple(sorted(keep))
+
+
+def cuda_driver_dirs(environ=os.environ) -> tuple[Path, ...]:
+    """The folders of the grader's LD_LIBRARY_PATH that hold CUDA's driver library (libcuda.so.1), which a GPU
+    machine may keep where only that variable finds it (/usr/local/nvidia/lib64); workers start with an empty
+    environment, and without them torch in a worker sees no GPU. Only absolute folders that, like their libcuda,
+    nobody but root or the grader can write: at the root tier a worker starts as root, and a library the student
+    could put on its search path (an empty entry is the current folder: the submission) would run as root before
+    the worker walls itself in."""
+    found: list[Path] = []
+    for entry in environ.get("LD_LIBRARY_PATH", "").split(":"):
+        folder = Path(entry)
+        if folder.is_absolute() and folder not in found and _grader_only(folder) and _grader_only(folder / "libcuda.so.1"):
+            found.append(folder)
+    return tuple(found)
+
+
+def _grader_only(path: Path) -> bool:
+    """Whether `path` exists, owned by root or the grader, and writable by no group or other user."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
 
 
 def bubblewrap_args(bwrap: str, python: tuple[Path, ...], scratch: Path, workdir: Path, as_root: bool) -> list[str]:

@@ -1,7 +1,8 @@
 """The worker: the one process that imports and runs a submission.
 
 Started by `process.py` as `python -I worker.py REQUEST_FD REPLY_FD` with an
-empty environment, in a scratch folder holding a copy of the submission and of
+environment of the grader's making (process.worker_env: nothing of its own but
+what CUDA needs), in a scratch folder holding a copy of the submission and of
 this folder's worker-side files, or forked in that folder by the grader's
 template (template.py), which has imported numpy and torch already. Before any
 student code runs it walls itself in (`isolate`), then answers requests until
@@ -18,6 +19,7 @@ import resource
 import signal
 import sys
 import traceback
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
@@ -175,21 +177,45 @@ def random_tensor(kind: str, shape: list, seed: int, dtype_or_high, device: str,
     return torch.randint(dtype_or_high, shape, generator=generator, device=device)
 
 
+_timing_cuda: types.SimpleNamespace | None = None  # bind_timing_cuda's, once bound
+
+
+def bind_timing_cuda() -> types.SimpleNamespace:
+    """The CUDA functions that timing uses, kept as torch has them now: main binds them before student code runs,
+    so a student who patches torch.cuda (is_available, synchronize, the memory counters) or the flush's torch.empty
+    changes nothing the worker measures, and no work of theirs on any stream outlives the reply to run on while the
+    reference is timed. Student code shares this process and could reach further in; what it would gain there is
+    bounded by the parent's clock and the checksums. Binding calls nothing: CUDA starts only where it is used."""
+    global _timing_cuda
+    if _timing_cuda is None:
+        import torch
+
+        c, empty, zero, uint8 = torch.cuda, torch.empty, torch.Tensor.zero_, torch.uint8
+
+        def flush() -> None:  # writing a buffer larger than the L2 cache evicts what it held
+            zero(empty(FLUSH_BYTES, dtype=uint8, device="cuda"))
+
+        _timing_cuda = types.SimpleNamespace(
+            available=c.is_available, synchronize=c.synchronize, reset_peak=c.reset_peak_memory_stats,
+            allocated=c.memory_allocated, peak=c.max_memory_allocated, flush=flush)
+    return _timing_cuda
+
+
 def repeat(fn, calls: list, backward: bool) -> dict:
     """Timing: call fn on each argument list in turn and reduce what each call gives (`results`) to checksums
     before returning, so work deferred past the reply shows as a wrong sum. The parent times the whole
-    request with its own clock; nothing here reports a time."""
-    import torch
-
-    cuda = torch.cuda.is_available()
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated() if cuda else 0
+    request with its own clock; nothing here reports a time. On a GPU, the whole device (every stream) is
+    synchronized before the reply, and the block's peak memory above what was allocated before it comes back."""
+    cuda = bind_timing_cuda()
+    on_gpu = cuda.available()
+    if on_gpu:
+        cuda.synchronize()
+        cuda.reset_peak()
+    base = cuda.allocated() if on_gpu else 0
     sums = [checksums(results(fn, args, backward)) for args in calls]
-    if cuda:
-        torch.cuda.synchronize()
-    return {"checksums": sums, "peak_bytes": torch.cuda.max_memory_allocated() - base if cuda else None}
+    if on_gpu:
+        cuda.synchronize()
+    return {"checksums": sums, "peak_bytes": cuda.peak() - base if on_gpu else None}
 
 
 def results(fn, args: list, backward: bool) -> list:
@@ -208,13 +234,15 @@ def results(fn, args: list, backward: bool) -> list:
     return out + [torch.zeros_like(p) if p.grad is None else p.grad for p in grads_of]
 
 
-def flush_cache() -> None:
-    """Evict the GPU's L2 cache between timed blocks by writing a buffer larger than it."""
-    import torch
+FLUSH_BYTES = 256 << 20  # several times the largest L2 cache (an H100's 50 MB, an H200's 60 MB)
 
-    if torch.cuda.is_available():
-        torch.empty(256 << 20, dtype=torch.uint8, device="cuda").zero_()
-        torch.cuda.synchronize()
+
+def flush_cache() -> None:
+    """Evict the GPU's L2 cache between timed blocks, outside them."""
+    cuda = bind_timing_cuda()
+    if cuda.available():
+        cuda.flush()
+        cuda.synchronize()
 
 
 def _tensors(value) -> list:
@@ -296,6 +324,8 @@ def main(request_fd: int, reply_fd: int) -> None:
     held = isolate(hello)
     for name in hello["preload"]:  # the grader's imports, inside the walls and before any student code
         importlib.import_module(name)
+    if "torch" in sys.modules:  # else a component that forbids torch, timed by no case; bound on first use
+        bind_timing_cuda()
     forbidden = guard.Guard(submission_dir, hello["forbidden_modules"], hello["forbidden_calls"])
     sys.path.insert(0, submission_dir)
     objects = Objects()
