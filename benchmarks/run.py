@@ -54,7 +54,7 @@ from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.template import Template
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files
 from autograder.submission import open_submission
-from autograder.timing import Policy, Speed, verdict
+from autograder.timing import Policy, Speed, reference_slot, verdict
 from autograder.verify import load_mistakes, write_variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -698,11 +698,12 @@ def probe(rubric: Rubric, tier: Tier) -> dict:
     """Whether the GPU reaches the workers inside the tier's walls: what the grader sees, the device the timing
     cases will use (Speed asks the reference's worker) and, as a student's code would, a worker of a student uid."""
     found = {"grader": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
-    speed = Speed(rubric.timing, rubric.solutions_dir, tier, Limits())
+    reference = reference_slot(rubric.solutions_dir, tier, Limits())
+    speed = Speed(rubric.timing, reference, tier)
     try:
         found.update(timing_device=speed.device, device_name=speed.device_name, unseen=speed.unseen)
     finally:
-        speed.stop()
+        reference.stop()
     slot = Slot(SOLUTIONS, [], [], Limits(), tier.with_id(0))
     try:
         student = slot.proxy(Deadline.after(120))
