@@ -185,19 +185,29 @@ def bind_timing_cuda() -> types.SimpleNamespace:
     so a student who patches torch.cuda (is_available, synchronize, the memory counters) or the flush's torch.empty
     changes nothing the worker measures, and no work of theirs on any stream outlives the reply to run on while the
     reference is timed. Student code shares this process and could reach further in; what it would gain there is
-    bounded by the parent's clock and the checksums. Binding calls nothing: CUDA starts only where it is used."""
+    bounded by the parent's clock and the checksums. Binding calls nothing: CUDA starts only where it is used.
+    Devices are named by index: torch finds "the current device" through torch.cuda.is_available, which a patch
+    would turn into no device at all (seen on an H200: "invalid argument to exchangeDevice")."""
     global _timing_cuda
     if _timing_cuda is None:
         import torch
 
         c, empty, zero, uint8 = torch.cuda, torch.empty, torch.Tensor.zero_, torch.uint8
+        count, sync = c.device_count, c.synchronize
+
+        def synchronize() -> None:  # every device: work the student started on another one ends before the reply too
+            for device in range(count()):
+                sync(device)
 
         def flush() -> None:  # writing a buffer larger than the L2 cache evicts what it held
-            zero(empty(FLUSH_BYTES, dtype=uint8, device="cuda"))
+            zero(empty(FLUSH_BYTES, dtype=uint8, device="cuda:0"))
+
+        def each(counter):  # memory summed over the devices: moving work to another one hides none of it
+            return lambda: [counter(device) for device in range(count())]
 
         _timing_cuda = types.SimpleNamespace(
-            available=c.is_available, synchronize=c.synchronize, reset_peak=c.reset_peak_memory_stats,
-            allocated=c.memory_allocated, peak=c.max_memory_allocated, flush=flush)
+            available=c.is_available, synchronize=synchronize, reset_peak=each(c.reset_peak_memory_stats),
+            allocated=lambda: sum(each(c.memory_allocated)()), peak=lambda: sum(each(c.max_memory_allocated)()), flush=flush)
     return _timing_cuda
 
 
