@@ -540,7 +540,10 @@ def merged(rubric: Rubric, runs: list[GradeRun]) -> GradeRun:
     the others too, the first use in case order standing for all (_judged). Each part still had its own hung budget
     (_Hung), and no check builds on a timing check (tests/test_runner.py), so no other judgement crosses parts."""
     order = {(k.component, k.number): i for i, k in enumerate(k for c in rubric.components for k in c.cases)}
-    key = lambda r: order[r.case.component, r.case.number]  # noqa: E731
+
+    def key(r: CaseResult) -> int:
+        return order[r.case.component, r.case.number]
+
     first: dict[str, CaseResult] = {}  # component -> its result that first reached a forbidden built-in
     for run in runs:
         for r in run.results:

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from ..report import write_results
+from ..report import results_json, write_results
 from ..rubric import Rubric
 from .gradebook import feedback_md, grades_csv, max_score, points, summary_json, write_atomically
 from .inputs import ExportError, read_batch
-from .jobs import Jobs, Setup
+from .jobs import Jobs, Setup, Task
 from .journal import Journal, grading_key, tree_digest
 from .report import DEFAULT_THRESHOLD, build_report
 
@@ -59,9 +59,9 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     record = {"grader_version": __version__, "rubric": {"path": str(rubric.path), "sha256": rubric.digest},
               "solutions_sha256": solutions, "source": str(source.resolve())}
 
-    def done(task: tuple[str, Path], reply: dict) -> None:
-        sid = task[0]
-        results = reply["results"]
+    def done(task: Task, reply: dict) -> None:
+        sid = task.id
+        results = reply["results"] if "results" in reply else results_json(reply["run"], reply["account"])
         write_results(out / "results" / sid / "results.json", results)
         per_component, per_part = points(rubric, results)
         row = {"id": sid, "content": contents[sid], "key": key, "status": reply["status"], "message": reply.get("message", ""),
@@ -74,12 +74,12 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
 
     finished: list[str] = []
     lanes = max(1, len(os.sched_getaffinity(0)) // options.jobs)
-    setup = Setup(rubric.path, secret, (out.resolve(), source.resolve(), *([secret_file] if secret_file else [])),
+    setup = Setup(rubric, secret, (out.resolve(), source.resolve(), *([secret_file] if secret_file else [])),
                   options.require_tier, out / ".timing.lock", lanes, os.getpid())
     isolation: dict = {}  # what the jobs' walls were, as their first one reported (none started: nothing to grade)
     try:
         if todo:
-            isolation = Jobs(options.jobs, setup, options.budget).run([(e.id, e.path) for e in todo], done)
+            isolation = Jobs(options.jobs, setup, options.budget).run([Task(e.id, e.path) for e in todo], done)
     finally:
         rows = {e.id: journal.latest[e.id] for e in entries if journal.done(e.id, contents[e.id], key)}
         write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
