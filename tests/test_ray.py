@@ -1,0 +1,175 @@
+"""`grade-all --backend ray` on real Ray: an embedded Ray grades a batch into the local backend's CSV (a submission's
+timing cases graded apart from its other cases and merged back), a two-node cluster on this machine loses the node
+grading and still grades every submission once, and a part asking for a GPU that no node has ends as infra_error
+within its deadline. Every Ray here binds to loopback and authenticates with a token of its own."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, SOLUTIONS, solutions_with
+from test_batch import small_rubric
+
+pytestmark = pytest.mark.slow
+
+# A Ray this test module starts or joins: one machine's, on loopback (Ray's own switch for that), with a fresh token.
+RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+           "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def grade_all(*args, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", "grade-all", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def timed_rubric(tmp_path: Path) -> Path:
+    """ngram, and lstm cut to lstm_step's case and the timing case on small shapes, measured for a second at most; any
+    ratio under 1000 earns the timing points, so that a correct submission's score does not depend on the machine."""
+    spec = yaml.safe_load((ROOT / "grading.yaml").read_text())
+    spec["solutions"] = str(SOLUTIONS)
+    spec["defaults"]["timeout"] = 10
+    spec["timing"].update(without_gpu="grade", full_until=1000, zero_at=1001, flag_below=1e-6, seconds=1)
+    lstm = spec["components"]["lstm"]
+    lstm["cases"] = [next(k for k in lstm["cases"] if k["check"] == "lstm.step"),
+                     {**next(k for k in lstm["cases"] if k["check"] == "lstm.speed"), "params": {"cpu": [4, 8, 16, 16]}}]
+    spec["parts"] = [{"name": "counting", "components": ["ngram"]}, {"name": "recurrent", "components": ["lstm"]}]
+    spec["components"] = {cid: spec["components"][cid] for cid in ("ngram", "lstm")}
+    path = tmp_path / "rubric" / "grading.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def folder_of_submissions(tmp_path: Path, folders: dict[str, dict[str, str]]) -> Path:
+    root = tmp_path / "class"
+    for sid, files in folders.items():
+        (root / sid).mkdir(parents=True)
+        for name, text in files.items():
+            (root / sid / name).write_text(text)
+    return root
+
+
+def rows(out: Path) -> dict[str, dict]:
+    return {r["submission_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+
+
+def journal(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+
+
+def test_an_embedded_ray_grades_a_batch_into_the_local_backends_csv(tmp_path):
+    """Five submissions, each with a timing case: correct; a catalogue mistake in lstm_step; a forbidden built-in reached
+    only by the timing case (lstm_forward), which must fail lstm_step's case too once the parts merge; a syntax error
+    in ngram; nothing to grade."""
+    ngram, lstm = (SOLUTIONS / "ngram.py").read_text(), (SOLUTIONS / "lstm.py").read_text()
+    mistake = solutions_with(tmp_path, "lstm.py", "h_t = o * torch.tanh(c_t)", "h_t = o * c_t") / "lstm.py"
+    forbidden = lstm.replace("    hs = []\n", "    hs = []\n    torch.nn.LSTMCell(1, 1)\n")
+    assert forbidden != lstm
+    source = folder_of_submissions(tmp_path, {
+        "good": {"ngram.py": ngram, "lstm.py": lstm},
+        "mistake": {"ngram.py": ngram, "lstm.py": mistake.read_text()},
+        "forbidden": {"ngram.py": ngram, "lstm.py": forbidden},
+        "syntax": {"ngram.py": ngram.replace("def pad_sentence(", "def pad_sentence(:"), "lstm.py": lstm},
+        "empty": {},
+    })
+    config, secret = timed_rubric(tmp_path), tmp_path / "secret.txt"
+    secret.write_text("ray-test\n")
+    common = ["--config", config, "--secret-file", secret]
+    started = time.monotonic()
+    local = grade_all(source, "--out", tmp_path / "local", "--jobs", "2", *common)
+    local_seconds = time.monotonic() - started
+    assert local.returncode == 0, local.stderr
+    started = time.monotonic()
+    ray = grade_all(source, "--out", tmp_path / "ray", "--backend", "ray", *common, env=RAY_ENV)
+    ray_seconds = time.monotonic() - started
+    assert ray.returncode == 0, ray.stderr
+    print(f"local backend {local_seconds:.1f} s, embedded Ray {ray_seconds:.1f} s")
+    assert "Ray (embedded, on this machine): 1 node" in ray.stderr and "timing cases on its node's timing slot" in ray.stderr
+
+    assert (tmp_path / "ray" / "grades.csv").read_text() == (tmp_path / "local" / "grades.csv").read_text()
+    got = rows(tmp_path / "ray")
+    assert {sid: r["status"] for sid, r in got.items()} == {"empty": "not_gradable", "forbidden": "ok", "good": "ok",
+                                                            "mistake": "ok", "syntax": "ok"}
+    assert got["good"]["score"] == got["good"]["max_score"] and float(got["forbidden"]["lstm"]) == 0
+    for sid in ("good", "mistake", "forbidden", "syntax"):
+        ours, theirs = (json.loads((tmp_path / b / "results" / sid / "results.json").read_text()) for b in ("ray", "local"))
+        assert [(t["number"], t["score"], t["status"]) for t in ours["tests"]] == [(t["number"], t["score"], t["status"]) for t in theirs["tests"]]
+        timing = [t for t in ours["tests"] if "timing" in t["tags"]]
+        assert len(timing) == 1 and ("ratio" in timing[0]["extra_data"]) == (sid in ("good", "mistake", "syntax")), timing
+    forbidden_step = json.loads((tmp_path / "ray" / "results" / "forbidden" / "results.json").read_text())["tests"][-2]
+    assert forbidden_step["extra_data"]["check"] == "lstm.step" and "LSTMCell" in forbidden_step["output"]
+    assert len(journal(tmp_path / "ray")) == 5
+    again = grade_all(source, "--out", tmp_path / "ray", "--backend", "ray", *common, env=RAY_ENV)  # resumes: nothing to grade
+    assert again.returncode == 0 and "5 already graded" in again.stderr and len(journal(tmp_path / "ray")) == 5, again.stderr
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A Ray cluster on this machine (Ray's own test utility): a head with no CPU to grade on, and one node with a CPU
+    and a timing slot. Tests add and kill nodes."""
+    assert "ray" not in sys.modules, "Ray must first be imported with RAY_ENV set, to bind to loopback"
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in RAY_ENV.items():
+            env.setenv(key, value)
+        from ray.cluster_utils import Cluster
+
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+        try:
+            cluster.add_node(num_cpus=1, resources={"timing": 1})
+            yield cluster
+        finally:
+            cluster.shutdown()
+
+
+def test_a_part_asking_for_a_gpu_no_node_has_ends_as_infra_error_within_its_deadline(cluster, tmp_path):
+    source = folder_of_submissions(tmp_path, {"good": {"ngram.py": (SOLUTIONS / "ngram.py").read_text(),
+                                                       "lstm.py": (SOLUTIONS / "lstm.py").read_text()}})
+    started = time.monotonic()
+    proc = grade_all(source, "--out", tmp_path / "out", "--config", timed_rubric(tmp_path), "--backend", "ray",
+                     "--address", cluster.address, "--timing-on", "gpu", "--schedule-timeout", "5", env=RAY_ENV, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 60
+    row = journal(tmp_path / "out")[0]
+    assert row["status"] == "infra_error" and row["score"] == 0, row
+    assert "no node of the cluster took its timing part within 5 s: it needs a GPU (num_gpus=1)" in row["message"], row
+    assert "CPU 1" in row["message"] and "GPU" not in row["message"].split("the cluster has")[1]
+    assert rows(tmp_path / "out")["good"]["status"] == "infra_error"
+
+
+def test_a_batch_survives_the_loss_of_the_node_grading_it(cluster, tmp_path):
+    """The only node with a CPU dies while it grades; another joins: every submission ends graded, each once."""
+    ngram, backprop = (SOLUTIONS / "ngram.py").read_text(), (SOLUTIONS / "backprop.py").read_text()
+    source = folder_of_submissions(tmp_path, {
+        f"s{i}": {"ngram.py": ngram, "backprop.py": backprop if i % 2 else backprop.replace("z.max(axis=-1, keepdims=True)", "z.max()")}
+        for i in range(4)})
+    out = tmp_path / "out"
+    batch = subprocess.Popen([sys.executable, "-m", "autograder", "grade-all", str(source), "--out", str(out), "--config",
+                              str(small_rubric(tmp_path)), "--backend", "ray", "--address", cluster.address, "--schedule-timeout", "120"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **RAY_ENV})
+    try:
+        deadline = time.monotonic() + 120
+        while not ((out / "journal.jsonl").exists() and (out / "journal.jsonl").read_text().count("\n") >= 1):
+            assert batch.poll() is None and time.monotonic() < deadline, batch.stdout.read() if batch.poll() is not None else "no line in 120 s"
+            time.sleep(0.2)
+        time.sleep(1)  # the node's grader has taken the next submission
+        (node,) = cluster.worker_nodes
+        cluster.remove_node(node, allow_graceful=False)
+        cluster.add_node(num_cpus=1, resources={"timing": 1})
+        output, _ = batch.communicate(timeout=240)
+    finally:
+        batch.kill()
+    assert batch.returncode == 0, output
+    assert "its grader was lost" in output and "grading it again on another" in output, output
+    lines = journal(out)
+    assert sorted(line["id"] for line in lines) == ["s0", "s1", "s2", "s3"]  # nothing lost, nothing graded twice
+    got = rows(out)
+    assert all(r["status"] == "ok" for r in got.values()), got
+    assert got["s1"]["score"] == got["s1"]["max_score"] and float(got["s0"]["backprop"]) < float(got["s1"]["backprop"])
