@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, SOLUTIONS, solutions_with
-from test_batch import small_rubric
+from test_batch import _until_dead, _until_lines, descendants, small_rubric
 
 pytestmark = pytest.mark.slow
 
@@ -65,50 +66,70 @@ def journal(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
 
 
-def test_an_embedded_ray_grades_a_batch_into_the_local_backends_csv(tmp_path):
-    """Five submissions, each with a timing case: correct; a catalogue mistake in lstm_step; a forbidden built-in reached
-    only by the timing case (lstm_forward), which must fail lstm_step's case too once the parts merge; a syntax error
-    in ngram; nothing to grade."""
+def test_an_embedded_ray_grades_a_batch_into_the_local_backends_csv_and_resumes_after_the_cluster_is_lost(tmp_path):
+    """Four submissions, each with a timing case: correct; a catalogue mistake in lstm_step; a forbidden built-in reached
+    only by the timing case (lstm_forward), which must fail lstm_step's case too once the parts merge; nothing to grade.
+    The first Ray batch is killed outright, its embedded cluster with it; the second resumes from the journal."""
     ngram, lstm = (SOLUTIONS / "ngram.py").read_text(), (SOLUTIONS / "lstm.py").read_text()
     mistake = solutions_with(tmp_path, "lstm.py", "h_t = o * torch.tanh(c_t)", "h_t = o * c_t") / "lstm.py"
     forbidden = lstm.replace("    hs = []\n", "    hs = []\n    torch.nn.LSTMCell(1, 1)\n")
     assert forbidden != lstm
     source = folder_of_submissions(tmp_path, {
+        "empty": {},
+        "forbidden": {"ngram.py": ngram, "lstm.py": forbidden},
         "good": {"ngram.py": ngram, "lstm.py": lstm},
         "mistake": {"ngram.py": ngram, "lstm.py": mistake.read_text()},
-        "forbidden": {"ngram.py": ngram, "lstm.py": forbidden},
-        "syntax": {"ngram.py": ngram.replace("def pad_sentence(", "def pad_sentence(:"), "lstm.py": lstm},
-        "empty": {},
     })
     config, secret = timed_rubric(tmp_path), tmp_path / "secret.txt"
     secret.write_text("ray-test\n")
     common = ["--config", config, "--secret-file", secret]
     started = time.monotonic()
     local = grade_all(source, "--out", tmp_path / "local", "--jobs", "2", *common)
-    local_seconds = time.monotonic() - started
+    print(f"local backend: {time.monotonic() - started:.1f} s")
     assert local.returncode == 0, local.stderr
-    started = time.monotonic()
-    ray = grade_all(source, "--out", tmp_path / "ray", "--backend", "ray", *common, env=RAY_ENV)
-    ray_seconds = time.monotonic() - started
-    assert ray.returncode == 0, ray.stderr
-    print(f"local backend {local_seconds:.1f} s, embedded Ray {ray_seconds:.1f} s")
-    assert "Ray (embedded, on this machine): 1 node" in ray.stderr and "timing cases on its node's timing slot" in ray.stderr
 
-    assert (tmp_path / "ray" / "grades.csv").read_text() == (tmp_path / "local" / "grades.csv").read_text()
-    got = rows(tmp_path / "ray")
-    assert {sid: r["status"] for sid, r in got.items()} == {"empty": "not_gradable", "forbidden": "ok", "good": "ok",
-                                                            "mistake": "ok", "syntax": "ok"}
+    out = tmp_path / "ray"
+    first = subprocess.Popen([sys.executable, "-m", "autograder", "grade-all", str(source), "--out", str(out), "--backend", "ray",
+                              *map(str, common)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **RAY_ENV})
+    try:
+        _until_lines(out / "journal.jsonl", 2, first)
+        grading = {pid for pid in descendants(first.pid) if _cmdline(pid).startswith("ray::Grader")}
+        grading |= {below for pid in grading for below in descendants(pid)}  # their jobs and workers
+        assert len(grading) > 3 and first.poll() is None
+        os.kill(first.pid, signal.SIGKILL)  # the driver, and with it the embedded cluster
+    finally:
+        first.kill()
+        first.wait()
+    _until_dead(grading)
+    done_before = len(journal(out))
+    assert 2 <= done_before < 4, "the batch finished before it could be killed"
+
+    started = time.monotonic()
+    ray = grade_all(source, "--out", out, "--backend", "ray", *common, env=RAY_ENV)
+    print(f"embedded Ray, resuming {4 - done_before} submissions: {time.monotonic() - started:.1f} s")
+    assert ray.returncode == 0, ray.stderr
+    assert f"{done_before} already graded" in ray.stderr
+    assert "Ray (embedded, on this machine): 1 node" in ray.stderr and "timing cases on its node's timing slot" in ray.stderr
+    assert sorted(line["id"] for line in journal(out)) == ["empty", "forbidden", "good", "mistake"]  # each once
+
+    assert (out / "grades.csv").read_text() == (tmp_path / "local" / "grades.csv").read_text()
+    got = rows(out)
+    assert {sid: r["status"] for sid, r in got.items()} == {"empty": "not_gradable", "forbidden": "ok", "good": "ok", "mistake": "ok"}
     assert got["good"]["score"] == got["good"]["max_score"] and float(got["forbidden"]["lstm"]) == 0
-    for sid in ("good", "mistake", "forbidden", "syntax"):
-        ours, theirs = (json.loads((tmp_path / b / "results" / sid / "results.json").read_text()) for b in ("ray", "local"))
+    for sid in ("good", "mistake", "forbidden"):
+        ours, theirs = (json.loads((where / "results" / sid / "results.json").read_text()) for where in (out, tmp_path / "local"))
         assert [(t["number"], t["score"], t["status"]) for t in ours["tests"]] == [(t["number"], t["score"], t["status"]) for t in theirs["tests"]]
         timing = [t for t in ours["tests"] if "timing" in t["tags"]]
-        assert len(timing) == 1 and ("ratio" in timing[0]["extra_data"]) == (sid in ("good", "mistake", "syntax")), timing
-    forbidden_step = json.loads((tmp_path / "ray" / "results" / "forbidden" / "results.json").read_text())["tests"][-2]
-    assert forbidden_step["extra_data"]["check"] == "lstm.step" and "LSTMCell" in forbidden_step["output"]
-    assert len(journal(tmp_path / "ray")) == 5
-    again = grade_all(source, "--out", tmp_path / "ray", "--backend", "ray", *common, env=RAY_ENV)  # resumes: nothing to grade
-    assert again.returncode == 0 and "5 already graded" in again.stderr and len(journal(tmp_path / "ray")) == 5, again.stderr
+        assert len(timing) == 1 and ("ratio" in timing[0]["extra_data"]) == (sid != "forbidden"), timing
+    step = json.loads((out / "results" / "forbidden" / "results.json").read_text())["tests"][-2]
+    assert step["extra_data"]["check"] == "lstm.step" and "LSTMCell" in step["output"]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ timeout), and Ray retries nothing itself.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -318,11 +319,14 @@ class Cluster:
         if not ray.is_initialized():
             return
         slots = [s for pool in self.pools.values() for s in pool.slots]
-        stopping = [s.actor.stop.remote() for s in slots if not s.unit and not s.starting]
-        if stopping:
-            ray.wait(stopping, num_returns=len(stopping), timeout=30)
-        for slot in slots:
-            self.ray.kill(slot.actor)
-        for pool in self.pools.values():
-            pool.slots.clear()
-        ray.shutdown()
+        try:
+            stopping = [s.actor.stop.remote() for s in slots if not s.unit and not s.starting]
+            if stopping:
+                ray.wait(stopping, num_returns=len(stopping), timeout=30)
+            for slot in slots:
+                with contextlib.suppress(ray.exceptions.RayError):  # a grader already lost with its node
+                    ray.kill(slot.actor)
+        finally:
+            for pool in self.pools.values():
+                pool.slots.clear()
+            ray.shutdown()
