@@ -19,7 +19,9 @@ import yaml
 from conftest import ROOT, SOLUTIONS, solutions_with
 from test_batch import _until_dead, _until_lines, descendants, small_rubric
 
-pytestmark = pytest.mark.slow
+from autograder.batch.cluster import Shipped
+from autograder.batch.inputs import Entry
+from autograder.cli import USAGE_ERROR, main
 
 # A Ray this test module starts or joins: one machine's, on loopback (Ray's own switch for that), with a fresh token.
 RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
@@ -29,6 +31,32 @@ RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "
 def grade_all(*args, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder", "grade-all", *map(str, args)], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def test_a_submission_reaches_its_node_as_the_driver_read_it(tmp_path):
+    """What a node grades has the content digest the journal keys the grading by: a folder's files (nested, binary), a
+    single file."""
+    folder = tmp_path / "class" / "1001"
+    (folder / "hw" / "data").mkdir(parents=True)
+    (folder / "hw" / "ngram.py").write_text("x = 1\n")
+    (folder / "hw" / "data" / "blob.bin").write_bytes(bytes(range(256)))
+    (tmp_path / "class" / "1002.ipynb").write_text("{}")
+    for path in (folder, tmp_path / "class" / "1002.ipynb"):
+        node = tmp_path / "node" / path.name
+        node.parent.mkdir(exist_ok=True)
+        written = Shipped.read(path).write(node.parent)
+        assert written == node and Entry(path.stem, written).digest() == Entry(path.stem, path).digest()
+
+
+def test_the_ray_backend_is_asked_for_plainly(tmp_path, capsys, monkeypatch):
+    (tmp_path / "class").mkdir()
+    assert main(["grade-all", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--address", "127.0.0.1:6379"]) == USAGE_ERROR
+    assert "--address names a Ray cluster to join: give --backend ray too" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "ray", None)  # as where the extra is not installed
+    (tmp_path / "class" / "1001").mkdir()
+    assert main(["grade-all", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--backend", "ray",
+                 "--address", "127.0.0.1:6379"]) == USAGE_ERROR
+    assert "--backend ray needs Ray, which is not installed: pip install -e '.[ray]'" in capsys.readouterr().err
 
 
 def timed_rubric(tmp_path: Path) -> Path:
@@ -66,6 +94,7 @@ def journal(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_an_embedded_ray_grades_a_batch_into_the_local_backends_csv_and_resumes_after_the_cluster_is_lost(tmp_path):
     """Four submissions, each with a timing case: correct; a catalogue mistake in lstm_step; a forbidden built-in reached
     only by the timing case (lstm_forward), which must fail lstm_step's case too once the parts merge; nothing to grade.
@@ -150,6 +179,7 @@ def cluster():
             cluster.shutdown()
 
 
+@pytest.mark.slow
 def test_a_part_asking_for_a_gpu_no_node_has_ends_as_infra_error_within_its_deadline(cluster, tmp_path):
     source = folder_of_submissions(tmp_path, {"good": {"ngram.py": (SOLUTIONS / "ngram.py").read_text(),
                                                        "lstm.py": (SOLUTIONS / "lstm.py").read_text()}})
@@ -165,6 +195,7 @@ def test_a_part_asking_for_a_gpu_no_node_has_ends_as_infra_error_within_its_dead
     assert rows(tmp_path / "out")["good"]["status"] == "infra_error"
 
 
+@pytest.mark.slow
 def test_a_batch_survives_the_loss_of_the_node_grading_it(cluster, tmp_path):
     """The only node with a CPU dies while it grades; another joins: every submission ends graded, each once."""
     ngram, backprop = (SOLUTIONS / "ngram.py").read_text(), (SOLUTIONS / "backprop.py").read_text()

@@ -111,7 +111,8 @@ class Grader:
 
         context = ray.get_runtime_context()
         session = Path(context.get_temp_dir()) / context.get_session_name()  # Ray's files here: runtime env, logs, sockets
-        self.setup = replace(setup, rubric=_moved(setup.rubric, Path.cwd()), hidden=(session,),
+        # What the driver hides (its batch folder, the submissions, the secret: there on the driver's machine), and Ray's.
+        self.setup = replace(setup, rubric=_moved(setup.rubric, Path.cwd()), hidden=(*setup.hidden, session),
                              timing_lock=session / "autograder-timing.lock", parent=os.getpid())
         self.jobs = Jobs(1, self.setup, budget)
 
@@ -141,21 +142,24 @@ class _Unit:
 @dataclass
 class _Slot:
     actor: object
-    since: float  # when it was asked to start, or given its unit
-    starting: object = None  # the ObjectRef of its start(), until it answers
+    starting: object  # the ObjectRef of its start(), until it answers
     unit: _Unit | None = None
     call: object = None  # the ObjectRef of its grade()
+    since: float = 0.0  # when it was given its unit
 
 
 class _Pool:
-    """The slots of one kind (Ray options), as many as the cluster holds room for (`room(nodes)`), at least one while
-    there is work, so that Ray is the one to wait for a node that fits."""
+    """The slots of one kind (Ray options), one per unit of `resource` on the cluster's live nodes (at most `cap`), and
+    at least one while there is work, so that Ray is the one to wait for a node that fits."""
 
-    def __init__(self, name: str, options: dict, needs: str, room, setup: Setup, cap: int | None = None):
-        self.name, self.options, self.needs, self.room, self.setup, self.cap = name, options, needs, room, setup, cap
+    def __init__(self, name: str, options: dict, needs: str, resource: str, setup: Setup, cap: int | None = None):
+        self.name, self.options, self.needs, self.resource, self.setup, self.cap = name, options, needs, resource, setup, cap
         self.queue: list[_Unit] = []
         self.slots: list[_Slot] = []
         self.stalled: float | None = None  # since when work waits with no slot started
+
+    def room(self, nodes: list[dict]) -> int:
+        return sum(int(n["Resources"].get(self.resource, 0)) for n in nodes)
 
     def busy(self) -> int:
         return sum(1 for s in self.slots if s.unit)
@@ -172,6 +176,7 @@ class Cluster:
                  timing_on: str, schedule_timeout: float, say):
         self.ray = ray = _ray(address is None)
         self.rubric, self.budget, self.schedule_timeout, self.say = rubric, budget, schedule_timeout, say
+        self.isolation: dict = {}  # as the first grader to start reported it
         with tempfile.TemporaryDirectory(prefix="autograder-course-") as staged:
             _stage(rubric, Path(staged))
             runtime_env = {"py_modules": [str(GRADER)], "working_dir": staged}
@@ -189,12 +194,10 @@ class Cluster:
         on_gpu = timing_on == "gpu" or (timing_on == "auto" and gpus > 0)
         # As local jobs by default: one slot per CPU, grading one component at a time (a lane).
         self.pools = {
-            False: _Pool("grading", {"num_cpus": 1}, "a CPU", lambda nodes: sum(int(n["Resources"].get("CPU", 0)) for n in nodes),
-                         replace(setup, lanes=1), jobs),
+            False: _Pool("grading", {"num_cpus": 1}, "a CPU", "CPU", replace(setup, lanes=1), jobs),
             True: _Pool("timing", {"num_cpus": 0, **({"num_gpus": 1} if on_gpu else {"resources": {"timing": 1}})},
                         "a GPU (num_gpus=1)" if on_gpu else "its node's timing slot (ray start --resources '{\"timing\": 1}')",
-                        lambda nodes: sum(int(n["Resources"].get("GPU" if on_gpu else "timing", 0)) for n in nodes),
-                        replace(setup, lanes=1)),
+                        "GPU" if on_gpu else "timing", replace(setup, lanes=1)),
         }
         self.split = (False, True) if any(k.check in TIMING for c in rubric.components for k in c.cases) else (None,)
         say(f"Ray ({address or 'embedded, on this machine'}): {len(nodes)} node{'s' * (len(nodes) != 1)}, {cpus} CPUs, {gpus} GPUs; "
@@ -204,7 +207,7 @@ class Cluster:
         return [n for n in self.ray.nodes() if n["Alive"]]
 
     def run(self, tasks: list[Task], on_done) -> dict:
-        ray, record = self.ray, {}
+        ray = self.ray
         try:
             replies: dict[str, dict] = {t.id: {} for t in tasks}
             for task in tasks:
@@ -220,10 +223,7 @@ class Cluster:
                 ray.wait(refs, num_returns=1, timeout=POLL)
                 ready = set(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
                 for pool in pools:
-                    for unit, reply in self._collect(pool, ready, nodes):
-                        if "isolation" in reply:
-                            record = record or reply["isolation"]
-                            continue
+                    for unit, reply in self._collect(pool, ready):
                         parts = replies[unit.task.id]
                         parts[unit.task.timing] = reply
                         if len(parts) == len(self.split):
@@ -231,25 +231,25 @@ class Cluster:
                     self._dispatch(pool)
         finally:
             self.stop()
-        return record
+        return self.isolation
 
     def _grow(self, pool: _Pool, nodes: list[dict]) -> None:
         want = len(pool.queue) + pool.busy()
         target = min(want, max(1, min(pool.room(nodes), pool.cap or want)))
         for _ in range(target - len(pool.slots)):
             actor = self.actor.options(**pool.options).remote(pool.setup, self.budget)
-            pool.slots.append(_Slot(actor, time.monotonic(), starting=actor.start.remote()))
+            pool.slots.append(_Slot(actor, actor.start.remote()))
         for slot in [s for s in pool.slots if not s.unit and not s.starting and not pool.queue]:
             self._drop(pool, slot)  # the batch's tail: room for others
 
-    def _collect(self, pool: _Pool, ready: set, nodes: list[dict]) -> list[tuple[_Unit | None, dict]]:
-        """What ended since the last look: (unit, reply) for each part graded or given up, (None, {"isolation": ...})
-        for each slot started."""
+    def _collect(self, pool: _Pool, ready: set) -> list[tuple[_Unit, dict]]:
+        """(unit, reply) for each part graded or given up since the last look; slots started are ready for work."""
         ray, now, ended = self.ray, time.monotonic(), []
         for slot in list(pool.slots):
             if slot.starting in ready:
                 try:
-                    ended.append((None, {"isolation": ray.get(slot.starting, timeout=60)}))
+                    isolation = ray.get(slot.starting, timeout=60)
+                    self.isolation = self.isolation or isolation
                     slot.starting = None
                 except ray.exceptions.RayError as exc:
                     if isinstance(exc, ray.exceptions.RayTaskError) or getattr(exc, "actor_init_failed", False):
