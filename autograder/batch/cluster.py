@@ -253,7 +253,8 @@ class Cluster:
                     slot.starting = None
                 except ray.exceptions.RayError as exc:
                     if isinstance(exc, ray.exceptions.RayTaskError) or getattr(exc, "actor_init_failed", False):
-                        raise ClusterError(f"a grader could not start on the cluster: {exc}") from None  # as a local job
+                        why = getattr(exc, "cause", None) or exc  # the exception the grader raised, if it got that far
+                        raise ClusterError(f"a grader could not start on the cluster: {why}") from None  # as a local job
                     self._drop(pool, slot)  # its node died while it started: another slot takes its place
             elif slot.call in ready:
                 unit, call = slot.unit, slot.call
