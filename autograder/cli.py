@@ -312,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ray: measure timing cases on a GPU, or on a node's CPUs (its `timing` resource); auto: on GPUs when the "
                          "cluster has any (default)")
     ga.add_argument("--schedule-timeout", type=float, default=600.0,
-                    help="ray: seconds a submission's part may wait for a node to take it before it is infra_error (default: 600)")
+                    help="ray: seconds a submission's part may wait for a grader to start for it (a node with room, and the grader's start "
+                         "there) before it is infra_error (default: 600)")
     ga.set_defaults(func=cmd_grade_all)
 
     rp = sub.add_parser("report", parents=[common], help="staff: (re)write the class report of a finished grade-all folder, without regrading")

@@ -185,12 +185,12 @@ def test_a_part_asking_for_a_gpu_no_node_has_ends_as_infra_error_within_its_dead
                                                        "lstm.py": (SOLUTIONS / "lstm.py").read_text()}})
     started = time.monotonic()
     proc = grade_all(source, "--out", tmp_path / "out", "--config", timed_rubric(tmp_path), "--backend", "ray",
-                     "--address", cluster.address, "--timing-on", "gpu", "--schedule-timeout", "5", env=RAY_ENV, timeout=120)
+                     "--address", cluster.address, "--timing-on", "gpu", "--schedule-timeout", "20", env=RAY_ENV, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 60  # the deadline (20 s, which a grader's start on a busy machine fits in) and Ray's start
     row = journal(tmp_path / "out")[0]
     assert row["status"] == "infra_error" and row["score"] == 0, row
-    assert "no node of the cluster took its timing part within 5 s: it needs a GPU (num_gpus=1)" in row["message"], row
+    assert "no grader started for its timing part within 20 s: it needs a GPU (num_gpus=1)" in row["message"], row
     assert "CPU 1" in row["message"] and "GPU" not in row["message"].split("the cluster has")[1]
     assert rows(tmp_path / "out")["good"]["status"] == "infra_error"
 

@@ -37,7 +37,7 @@ class BatchOptions:
     backend: str = "local"  # local: job processes on this machine; ray: a Ray cluster (cluster.py)
     address: str | None = None  # ray: the cluster to join (None: an embedded one on this machine)
     timing_on: str = "auto"  # ray: timing cases on a GPU, on a node's CPUs (its timing slot), or auto: GPUs if it has any
-    schedule_timeout: float = 600.0  # ray: seconds a part may wait for a node to take it before it is infra_error
+    schedule_timeout: float = 600.0  # ray: seconds a part may wait for a grader to start for it before it is infra_error
 
 
 def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, say, progress) -> dict:

@@ -15,8 +15,9 @@ cases on a slot holding `lanes` CPUs, its timing cases on a slot holding the dev
 (num_gpus=1; Ray sets CUDA_VISIBLE_DEVICES) where the cluster has GPUs, else its node's one `timing` resource. On a
 node, the lock file its graders share (runner.Floor) keeps a measured case alone there, as locally.
 
-Every wait has a deadline: a part whose slot no node takes within `schedule_timeout` ends as infra_error saying what
-it asked for, and a slot that outlives the budget by MARGIN is taken for lost. A part whose node or grader dies is
+Every wait has a deadline: a part for which no grader starts within `schedule_timeout` (Ray placing it on a node, and
+it starting there) ends as infra_error saying what it asked for, and a slot that outlives the budget by MARGIN is
+taken for lost. A part whose node or grader dies is
 graded again on another (RETRIES times); a student's failure never is: the job reports it as a reply (crashed,
 timeout), and Ray retries nothing itself.
 """
@@ -275,7 +276,7 @@ class Cluster:
         pool.stalled = None if started or not pool.queue else pool.stalled or now
         if pool.stalled is not None and now - pool.stalled > self.schedule_timeout:
             have = ", ".join(f"{k} {v:g}" for k, v in sorted(self.ray.cluster_resources().items()) if not k.startswith(("node:", "memory", "object")))
-            message = (f"no node of the cluster took its {pool.name} part within {self.schedule_timeout:g} s: it needs {pool.needs}, "
+            message = (f"no grader started for its {pool.name} part within {self.schedule_timeout:g} s: it needs {pool.needs}, "
                        f"and the cluster has {have or 'nothing'}")
             ended += [(unit, failure("infra_error", message)) for unit in pool.queue]
             pool.queue.clear()
