@@ -187,7 +187,7 @@ class Cluster:
                 else:
                     ray.init(num_cpus=cores, resources={"timing": 1}, include_dashboard=False, _node_ip_address="127.0.0.1",
                              runtime_env=runtime_env, logging_level="warning")
-            except (ConnectionError, RuntimeError, ValueError) as exc:
+            except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:  # unreachable, refused, malformed
                 raise ClusterError(f"Ray at {address or 'this machine'}: {exc}") from None
         self.actor = ray.remote(Grader)
         nodes = self._nodes()
