@@ -118,7 +118,7 @@ def test_an_embedded_ray_grades_a_batch_into_the_local_backends_csv_and_resumes_
     assert local.returncode == 0, local.stderr
 
     out = tmp_path / "ray"
-    first = subprocess.Popen([sys.executable, "-m", "autograder", "grade-all", str(source), "--out", str(out), "--backend", "ray",
+    first = subprocess.Popen([sys.executable, "-m", "autograder", "grade-all", str(source), "--out", str(out), "--backend", "ray", "--jobs", "1",
                               *map(str, common)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **RAY_ENV})
     try:
         _until_lines(out / "journal.jsonl", 2, first)
@@ -134,7 +134,7 @@ def test_an_embedded_ray_grades_a_batch_into_the_local_backends_csv_and_resumes_
     assert 2 <= done_before < 4, "the batch finished before it could be killed"
 
     started = time.monotonic()
-    ray = grade_all(source, "--out", out, "--backend", "ray", *common, env=RAY_ENV)
+    ray = grade_all(source, "--out", out, "--backend", "ray", "--jobs", "1", *common, env=RAY_ENV)
     print(f"embedded Ray, resuming {4 - done_before} submissions: {time.monotonic() - started:.1f} s")
     assert ray.returncode == 0, ray.stderr
     assert f"{done_before} already graded" in ray.stderr
