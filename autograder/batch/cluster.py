@@ -237,8 +237,8 @@ class Cluster:
     def _grow(self, pool: _Pool, nodes: list[dict]) -> None:
         want = len(pool.queue) + pool.busy()
         target = min(want, max(1, min(pool.room(nodes), pool.cap or want)))
-        for _ in range(target - len(pool.slots)):
-            actor = self.actor.options(**pool.options).remote(pool.setup, self.budget)
+        for _ in range(target - len(pool.slots)):  # no restarts: a lost grader's part goes to whichever slot is free
+            actor = self.actor.options(max_restarts=0, max_task_retries=0, **pool.options).remote(pool.setup, self.budget)
             pool.slots.append(_Slot(actor, actor.start.remote()))
         for slot in [s for s in pool.slots if not s.unit and not s.starting and not pool.queue]:
             self._drop(pool, slot)  # the batch's tail: room for others
