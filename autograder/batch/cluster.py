@@ -199,7 +199,9 @@ class Cluster:
                         "a GPU (num_gpus=1)" if on_gpu else "its node's timing slot (ray start --resources '{\"timing\": 1}')",
                         "GPU" if on_gpu else "timing", replace(setup, lanes=1)),
         }
-        self.split = (False, True) if any(k.check in TIMING for c in rubric.components for k in c.cases) else (None,)
+        # The parts a submission is graded in: the other cases, the timing cases; one part where the rubric has one kind.
+        kinds = {k.check in TIMING for c in rubric.components for k in c.cases}
+        self.split = (False, True) if len(kinds) == 2 else (True,) if kinds == {True} else (None,)
         say(f"Ray ({address or 'embedded, on this machine'}): {len(nodes)} node{'s' * (len(nodes) != 1)}, {cpus} CPUs, {gpus} GPUs; "
             "a slot per CPU grades submissions" + (f", timing cases on {self.pools[True].needs}" if len(self.split) > 1 else ""))
 
@@ -304,8 +306,8 @@ class Cluster:
 
     def _joined(self, parts: dict) -> dict:
         """One reply for a submission from its parts' (runner.merged), or the first part's that did not end graded."""
-        if None in parts:
-            return parts[None]
+        if len(self.split) == 1:
+            return parts[self.split[0]]
         bad = next((parts[t] for t in self.split if parts[t]["status"] != "ok"), None)
         if bad:
             return bad
