@@ -15,7 +15,7 @@ JOBS ?= 2
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt torch==2.13.0
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,batch]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,batch,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)

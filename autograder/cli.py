@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import __version__
 from .batch import BatchOptions, ExportError, build_report, entry_line, grade_all
+from .batch.cluster import ClusterError
 from .batch.report import DEFAULT_THRESHOLD
 from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
@@ -176,16 +177,20 @@ def cmd_release(args, ui: Terminal) -> int:
 
 
 def cmd_grade_all(args, ui: Terminal) -> int:
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         ui.error(f"--jobs {args.jobs}: at least one job is needed")
         return USAGE_ERROR
+    if args.address and args.backend != "ray":
+        ui.error("--address names a Ray cluster to join: give --backend ray too")
+        return USAGE_ERROR
     only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip())
-    options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget, args.similarity)
+    options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget, args.similarity,
+                           args.backend, args.address, args.timing_on, args.schedule_timeout)
     try:
         rubric = rubric_of(args, ui)
         with batch_progress(ui) as progress:
             rows = grade_all(rubric, Path(args.submissions), Path(args.out), options, ui.note, progress)
-    except (RubricError, ExportError, TierUnavailable, OSError) as exc:
+    except (RubricError, ExportError, TierUnavailable, ClusterError, OSError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
     counts = Counter(row["status"] for row in rows.values())
@@ -291,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                             "of submissions) in parallel, resumably, into a gradebook")
     ga.add_argument("submissions", help="a Gradescope 'Export Submissions' zip or folder, or a folder whose every entry is a submission")
     ga.add_argument("--out", required=True, help="where grades.csv, results/, feedback/, summary.json and the journal go")
-    ga.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="submissions graded at once (default: the usable cores)")
+    ga.add_argument("--jobs", type=int, help="submissions graded at once (default: the usable cores; with --backend ray, as many as "
+                                              "the cluster holds)")
     ga.add_argument("--secret-file", type=Path, help="the secret that draws hidden inputs (default: $AUTOGRADER_SECRET, else OUT/secret.txt)")
     ga.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to grade below this isolation tier")
     ga.add_argument("--regrade", action="store_true", help="grade every submission again, even those already graded")
@@ -299,6 +305,15 @@ def build_parser() -> argparse.ArgumentParser:
     ga.add_argument("--budget", type=float, default=600.0, help="seconds one submission may take before it is stopped (default: 600)")
     ga.add_argument("--similarity", type=float, default=DEFAULT_THRESHOLD,
                     help="the report flags pairs of files sharing at least this share of their tokens (default: %(default)s)")
+    ga.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="local: job processes on this machine (default); ray: a Ray cluster (pip install -e '.[ray]')")
+    ga.add_argument("--address", help="ray: the cluster to join, as `ray start --head` printed it (default: start one on this machine)")
+    ga.add_argument("--timing-on", choices=("auto", "gpu", "cpu"), default="auto",
+                    help="ray: measure timing cases on a GPU, or on a node's CPUs (its `timing` resource); auto: on GPUs when the "
+                         "cluster has any (default)")
+    ga.add_argument("--schedule-timeout", type=float, default=600.0,
+                    help="ray: seconds a submission's part may wait for a grader to start for it (a node with room, and the grader's start "
+                         "there) before it is infra_error (default: 600)")
     ga.set_defaults(func=cmd_grade_all)
 
     rp = sub.add_parser("report", parents=[common], help="staff: (re)write the class report of a finished grade-all folder, without regrading")

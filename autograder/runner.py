@@ -90,6 +90,7 @@ class GradeRun:
     seconds: float = 0.0
     isolation: dict = field(default_factory=dict)  # the tier and what held, for the terminal and results.json
     rubric: dict = field(default_factory=dict)  # which rubric graded (collect.Rubric.record)
+    forbidden: dict[str, str] = field(default_factory=dict)  # component -> its first case that reached a forbidden built-in
 
     @property
     def isolation_line(self) -> str:
@@ -114,6 +115,7 @@ def grade(
     lanes: int | None = None,
     machine: Path | None = None,
     reference: Slot | None = None,
+    timing: bool | None = None,
 ) -> GradeRun:
     """Grade `submission` under `isolation` (entered); every student process is dead when this returns.
     Expected values come from the reference modules, or from the rubric's recording in a student bundle
@@ -123,7 +125,10 @@ def grade(
     one in a worker of its own, started before a lane takes it (`_Pipeline`); results still reach `on_result` in the
     rubric's order. A timing case runs alone (`Floor`; `machine`: a lock file other graders on this machine
     share, as a batch's jobs do). `reference`: the reference's worker for timing cases, when the caller keeps one
-    across grades (a batch job: timing.renew); else this grade starts its own and stops it."""
+    across grades (a batch job: timing.renew); else this grade starts its own and stops it.
+
+    `timing`: None grades every case; True only the timing cases, False all the others, each component that has
+    none of them left out (a batch on a cluster grades the two apart, and `merged` joins them)."""
     started = time.monotonic()
     run = GradeRun(isolation={**isolation.record(), "held": {}}, rubric=rubric.record)
     if expected is None:
@@ -131,6 +136,8 @@ def grade(
     components = [rubric.component(c) for c in component_ids] if component_ids else rubric.components
     todo = [(c, [k for k in c.cases if k.visible or not visible_only]) for c in components]
     run.hidden_not_run = sum(len(c.cases) - len(cases) + c.not_here for c, cases in todo)
+    if timing is not None:
+        todo = [(c, part) for c, cases in todo if (part := [k for k in cases if (k.check in TIMING) == timing])]
     timed = [k for _, cases in todo for k in cases if k.check in TIMING]
     own_reference = reference is None
     if own_reference:
@@ -436,7 +443,11 @@ class _InOrder:
             self.shares[index] -= 1
             if not self.shares[index]:
                 position = {case.number: k for k, case in enumerate(plan.component.cases)}
-                self.ended[index] = self.judge(plan, sorted(self.graded.pop(index), key=lambda r: position[r.case.number]))
+                ordered = sorted(self.graded.pop(index), key=lambda r: position[r.case.number])
+                used = next((r for r in ordered if r.forbidden), None)
+                if used:  # what `merged` needs to judge this component across runs as _judged does within one
+                    self.run.forbidden[plan.component.id] = used.case.number
+                self.ended[index] = self.judge(plan, ordered)
             while self.next in self.ended:
                 for result in self.ended.pop(self.next):
                     self.run.results.append(result)
@@ -539,6 +550,35 @@ def _judged(plan: _Plan, results: list[CaseResult], caveat: str | None) -> list[
         review = {"review": {"file": plan.component.file, "forbidden_names": plan.named}} if plan.named else {}
         results = [r.with_outcome(extra={**r.extra, **review}) for r in _causes_first(results)]
     return [r.with_outcome(message=f"{r.output} {caveat}") if caveat and not r.passed else r for r in results]
+
+
+def merged(rubric: Rubric, runs: list[GradeRun]) -> GradeRun:
+    """Runs that each graded a part of one submission's cases (grade's `timing`) as the run grading them all would be:
+    results in the rubric's order, and a forbidden built-in reached in one part fails every case of its component in
+    the others too, the first use in case order standing for all (_judged). Each part still had its own hung budget
+    (_Hung), and no check builds on a timing check (tests/test_runner.py), so no other judgement crosses parts."""
+    order = {(k.component, k.number): i for i, k in enumerate(k for c in rubric.components for k in c.cases)}
+
+    def key(r: CaseResult) -> int:
+        return order[r.case.component, r.case.number]
+
+    first: dict[str, CaseResult] = {}  # component -> its result that first reached a forbidden built-in
+    for run in runs:
+        for r in run.results:
+            if run.forbidden.get(r.case.component) == r.case.number:
+                earlier = first.get(r.case.component)
+                first[r.case.component] = r if earlier is None or key(r) < key(earlier) else earlier
+    results = []
+    for r in sorted((r for run in runs for r in run.results), key=key):
+        used = first.get(r.case.component)
+        if used:  # as judged in its own part: the first use's outcome (its caveat included), the case's own extra
+            extra = {k: v for k, v in r.extra.items() if k != "review"}  # the review note is for code no case reached
+            r = replace(r, outcome=replace(used.outcome, extra=extra))
+        results.append(r)
+    held = {k: v for run in runs for k, v in run.isolation.get("held", {}).items()}
+    return GradeRun(results=results, hidden_not_run=runs[0].hidden_not_run, seconds=sum(run.seconds for run in runs),
+                    isolation={**runs[0].isolation, "held": held}, rubric=runs[0].rubric,
+                    forbidden={c: r.case.number for c, r in first.items()})
 
 
 class _Hung:

@@ -97,11 +97,11 @@ def _guarded(item):
 
 # ---- make test's parallel pass (pytest -n 2) -------------------------------------------------------------------
 # Tests go to xdist's processes one by one, except the modules whose module-scoped fixtures are expensive (a bundle,
-# a Gradescope root after setup.sh, a module-wide worker): each of those goes whole to one process, so the fixture is
-# built once. (xdist_group marks would say this in the modules, but pytest 9.2 with xdist 3.8 ignores them: issue
-# 1386 of pytest-xdist.) These modules are collected first, so that the long units start first.
+# a Gradescope root after setup.sh, a module-wide worker, a Ray cluster): each of those goes whole to one process, so
+# the fixture is built once. (xdist_group marks would say this in the modules, but pytest 9.2 with xdist 3.8 ignores
+# them: issue 1386 of pytest-xdist.) These modules are collected first, so that the long units start first.
 ONE_PROCESS = ("tests/test_bundle.py", "tests/test_gradescope.py", "tests/test_security_os.py", "tests/test_worker_walls.py",
-               "tests/test_report.py")
+               "tests/test_report.py", "tests/test_ray.py")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -26,6 +26,7 @@ from autograder.cases import TIMING
 from autograder.rubric import load_rubric
 from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
+from autograder.release.bundle import grading_pins
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
 from autograder.submission import CHECK_TAG, open_submission
@@ -258,7 +259,8 @@ def test_requirements_pin_the_grading_versions_with_torch_from_the_cpu_index(par
     assert readme_block(part1, "Set up") == ["python3 -m venv .venv && . .venv/bin/activate", "pip install -r requirements.txt"]
     text = (part1 / "requirements.txt").read_text()
     lines = text.splitlines()
-    constraints = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
+    constraints = grading_pins(ROOT / "constraints.txt")
+    assert "ray==2.60.0" in (ROOT / "constraints.txt").read_text() and not any(line.startswith("ray==") for line in constraints)
     assert [line for line in lines if line.startswith("-")] == ["--extra-index-url https://download.pytorch.org/whl/cpu"]
     assert [line for line in lines if line and not line.startswith(("#", "-"))] == constraints and "torch==2.13.0" in constraints
     assert "make" not in " ".join(line for line in lines if line.startswith("#")).lower()  # the bundle has no Makefile

@@ -17,6 +17,7 @@ from attacks import tier
 from conftest import ROOT, SOLUTIONS
 
 from autograder.cases import TIMING
+from autograder.release.bundle import grading_pins
 from autograder.report import results_json
 from autograder.outcome import PASSED
 from autograder.runner import CaseResult, GradeRun
@@ -99,11 +100,10 @@ def configured_find_links() -> list[str]:
 
 @pytest.fixture(scope="module")
 def wheelhouse() -> Path:
-    """Every pin of constraints.txt but torch (which pip finds where the machine keeps it: a copy would only cost
-    time), and setuptools for the editable install's build, downloaded into WHEELHOUSE once; later runs find them
-    there and download nothing (pip download skips a file it already holds)."""
-    pins = [line for line in (ROOT / "constraints.txt").read_text().splitlines()
-            if line and not line.startswith("#") and not line.startswith("torch==")]
+    """Every pin of constraints.txt that grading needs but torch (which pip finds where the machine keeps it: a copy
+    would only cost time), and setuptools for the editable install's build, downloaded into WHEELHOUSE once; later
+    runs find them there and download nothing (pip download skips a file it already holds)."""
+    pins = [line for line in grading_pins(ROOT / "constraints.txt") if not line.startswith("torch==")]
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-input",
                            "--no-deps", "--only-binary", ":all:", "--dest", str(WHEELHOUSE), *pins, "setuptools>=68"],

@@ -8,7 +8,8 @@ import pytest
 from conftest import SOLUTIONS, grade_folder, solutions_with
 
 from autograder.outcome import Outcome
-from autograder.runner import CaseResult, Floor, GradeRun, _InOrder, _judged, _Plan, _shares
+from autograder.cases import BUILDS_ON, TIMING
+from autograder.runner import CaseResult, Floor, GradeRun, _InOrder, _judged, _Plan, _shares, merged
 from autograder.sandbox.host.process import Deadline, Limits, StudentRaised
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import Tier
@@ -52,6 +53,50 @@ def test_shares_reach_the_run_together_in_case_order_and_are_judged_as_one(rubri
     assert [r.case for r in reported] == ngram.cases + transformer.cases
     assert {r.outcome.kind for r in reported[len(ngram.cases):]} == {"forbidden"}
     assert all(r.passed for r in reported[:len(ngram.cases)])
+
+
+def _judged_run(rubric, results: list[CaseResult], named: list, caveat: str | None) -> GradeRun:
+    """What grade() makes of raw results, one share per component, judged as in a run."""
+    components = list(dict.fromkeys(r.case.component for r in results))
+    run = GradeRun()
+    report = _InOrder(run, lambda r: None, [1] * len(components), lambda plan, rs: _judged(plan, rs, caveat))
+    for i, cid in enumerate(components):
+        report.add(i, _Plan(rubric.component(cid), [], Tier("same-user"), named=named), [r for r in results if r.case.component == cid])
+    return run
+
+
+@pytest.mark.parametrize("forbidden_at", [(), ("timing",), ("correctness",), ("correctness", "timing")])
+def test_parts_graded_apart_merge_into_what_grading_them_together_gives(rubric, forbidden_at):
+    """A batch on a cluster grades a submission's timing cases apart from the others (batch/cluster.py): a forbidden
+    built-in reached in either part fails the whole component, the first use in case order standing for all, with the
+    caveat, and the review note only where nothing forbidden ran."""
+    attention, ngram = rubric.component("attention"), rubric.component("ngram")
+    speed = [k for k in attention.cases if k.check in TIMING]
+    uses = {"correctness": attention.cases[1], "timing": speed[1]}  # neither the first case of its part
+    raw = []
+    for case in ngram.cases + attention.cases:
+        part = "timing" if case.check in TIMING else "correctness"
+        if any(case is uses[p] for p in forbidden_at):
+            outcome = Outcome("forbidden", f"{case.number} calls scaled_dot_product_attention", extra={"at": case.number})
+        elif case.number in (ngram.cases[2].number, attention.cases[0].number):
+            outcome = Outcome("wrong", f"{case.number} is off", extra={"at": case.number})
+        else:
+            outcome = Outcome("passed", "", 0.5 if part == "timing" else 1.0, {"at": case.number})
+        raw.append(CaseResult(case, outcome, seconds=1.0, printed=f"printed in {case.number}"))
+    named, caveat = ["F.scaled_dot_product_attention (line 3)"], "Your notebook was not graded."
+    whole = _judged_run(rubric, raw, named, caveat)
+    parts = [_judged_run(rubric, [r for r in raw if (r.case.check in TIMING) == timing], named, caveat) for timing in (False, True)]
+    parts[0].seconds, parts[1].seconds = 3.0, 4.0
+    together = merged(rubric, parts)
+    assert together.results == whole.results
+    assert together.forbidden == whole.forbidden and together.seconds == 7.0
+    kinds = {r.outcome.kind for r in together.results if r.case.component == "attention"}
+    assert kinds == ({"forbidden"} if forbidden_at else {"passed", "wrong"})
+
+
+def test_no_check_builds_on_a_timing_check_nor_a_timing_check_on_another():
+    """What lets merged() join parts graded apart without judging causes across them (runner._causes_first)."""
+    assert not any(check in TIMING or set(causes) & TIMING for check, causes in BUILDS_ON.items())
 
 
 def test_a_timing_case_waits_for_the_other_lane_then_runs_alone_with_its_workers_stopped():

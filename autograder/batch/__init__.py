@@ -1,7 +1,8 @@
 """`autograder grade-all`: a class's submissions graded in parallel, resumably, into a gradebook.
 
-inputs.py reads what to grade, journal.py remembers what is finished, jobs.py grades in parallel processes,
-gradebook.py writes the outputs. This module puts them together in one run.
+inputs.py reads what to grade, journal.py remembers what is finished, jobs.py grades in parallel processes on this
+machine (or cluster.py on a Ray cluster), gradebook.py writes the outputs. This module puts them together in one run,
+and is the only writer of the outputs whichever backend grades.
 """
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from ..report import write_results
+from ..report import results_json, write_results
 from ..rubric import Rubric
 from .gradebook import feedback_md, grades_csv, max_score, points, summary_json, write_atomically
 from .inputs import ExportError, read_batch
-from .jobs import Jobs, Setup
+from .jobs import Jobs, Setup, Task
 from .journal import Journal, grading_key, tree_digest
 from .report import DEFAULT_THRESHOLD, build_report
 
@@ -26,13 +27,17 @@ __all__ = ["BatchOptions", "ExportError", "build_report", "grade_all"]
 
 @dataclass(frozen=True)
 class BatchOptions:
-    jobs: int
+    jobs: int | None  # submissions graded at once (None: the usable cores; on a cluster, as many as it holds)
     secret_file: Path | None
     require_tier: str
     regrade: bool
     only: tuple[str, ...]
-    budget: float  # seconds one submission may take before it is stopped (status timeout)
+    budget: float  # seconds one submission may take before it is stopped (status timeout); on a cluster, each part
     similarity: float = DEFAULT_THRESHOLD  # the report flags pairs of files sharing this share of their tokens
+    backend: str = "local"  # local: job processes on this machine; ray: a Ray cluster (cluster.py)
+    address: str | None = None  # ray: the cluster to join (None: an embedded one on this machine)
+    timing_on: str = "auto"  # ray: timing cases on a GPU, on a node's CPUs (its timing slot), or auto: GPUs if it has any
+    schedule_timeout: float = 600.0  # ray: seconds a part may wait for a grader to start for it before it is infra_error
 
 
 def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, say, progress) -> dict:
@@ -53,15 +58,17 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     contents = {e.id: e.digest() for e in entries}
     todo = [e for e in entries if options.regrade or not journal.done(e.id, contents[e.id], key)]
     before = {e.id: journal.latest[e.id] for e in todo if e.id in journal.latest}
+    cores = len(os.sched_getaffinity(0))
+    jobs = options.jobs or cores
     say(f"{len(entries)} submissions ({kind} {source}); {len(entries) - len(todo)} already graded with this rubric, "
-        f"grader and secret; {len(todo)} to grade with {options.jobs} job{'s' * (options.jobs != 1)}")
+        f"grader and secret; {len(todo)} to grade" + (f" with {jobs} job{'s' * (jobs != 1)}" if options.backend == "local" else ""))
     by_id = {e.id: e for e in entries}
     record = {"grader_version": __version__, "rubric": {"path": str(rubric.path), "sha256": rubric.digest},
               "solutions_sha256": solutions, "source": str(source.resolve())}
 
-    def done(task: tuple[str, Path], reply: dict) -> None:
-        sid = task[0]
-        results = reply["results"]
+    def done(task: Task, reply: dict) -> None:
+        sid = task.id
+        results = reply["results"] if "results" in reply else results_json(reply["run"], reply["account"])
         write_results(out / "results" / sid / "results.json", results)
         per_component, per_part = points(rubric, results)
         row = {"id": sid, "content": contents[sid], "key": key, "status": reply["status"], "message": reply.get("message", ""),
@@ -73,13 +80,12 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         progress(len(entries) - len(todo) + len(finished), len(entries), row)
 
     finished: list[str] = []
-    lanes = max(1, len(os.sched_getaffinity(0)) // options.jobs)
-    setup = Setup(rubric.path, secret, (out.resolve(), source.resolve(), *([secret_file] if secret_file else [])),
-                  options.require_tier, out / ".timing.lock", lanes, os.getpid())
+    setup = Setup(rubric, secret, (out.resolve(), source.resolve(), *([secret_file] if secret_file else [])),
+                  options.require_tier, out / ".timing.lock", max(1, cores // jobs), os.getpid())
     isolation: dict = {}  # what the jobs' walls were, as their first one reported (none started: nothing to grade)
     try:
         if todo:
-            isolation = Jobs(options.jobs, setup, options.budget).run([(e.id, e.path) for e in todo], done)
+            isolation = _backend(rubric, setup, options, cores, say).run([Task(e.id, e.path) for e in todo], done)
     finally:
         rows = {e.id: journal.latest[e.id] for e in entries if journal.done(e.id, contents[e.id], key)}
         write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
@@ -99,6 +105,16 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         if new and new["score"] != old.get("score"):
             say(f"changed: {sid}: {old.get('score', 0):g} -> {new['score']:g} ({new['score'] - old.get('score', 0):+g})")
     return {sid: {**row, "submitters": by_id[sid].submitters} for sid, row in rows.items()}
+
+
+def _backend(rubric: Rubric, setup: Setup, options: BatchOptions, cores: int, say):
+    """What grades: job processes here, or a Ray cluster (its nodes' graders get their own paths and lanes)."""
+    if options.backend == "local":
+        return Jobs(options.jobs or cores, setup, options.budget)
+    from .cluster import Cluster  # Ray is an extra: imported only when asked for
+
+    return Cluster(rubric, setup, options.budget, address=options.address, cores=cores, jobs=options.jobs,
+                   timing_on=options.timing_on, schedule_timeout=options.schedule_timeout, say=say)
 
 
 def _secret(out: Path, secret_file: Path | None, say) -> tuple[str, Path | None]:

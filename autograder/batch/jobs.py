@@ -1,10 +1,11 @@
 """Grading a batch's submissions in parallel: job processes, each grading one submission at a time.
 
-A job process loads the rubric and enters its isolation once, then grades whatever it is sent, exactly as
-`autograder grade` would, and sends back results.json's content. Its timing cases share a lock file with the
+A job process enters its isolation once, then grades whatever it is sent, exactly as `autograder grade` would,
+and sends back the run with the submission's account of its files. Its timing cases share a lock file with the
 other jobs (runner.Floor), so that a timing case runs with nothing else of the batch running. The batch
 (`Jobs`) watches each job: one that dies or overruns the per-submission budget is killed with everything it
-started, its submission gets a row saying so, and a fresh job takes its place.
+started, its submission gets a row saying so, and a fresh job takes its place. On a cluster (cluster.py) each
+node's grader holds such a job in the same way.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from ..report import failure_json, results_json
-from ..rubric import load_rubric
+from ..report import failure_json
+from ..rubric import Rubric
 from ..runner import grade, reference_worker
 from ..sandbox.host import reaper
 from ..sandbox.host.tiers import STUDENT_IDS, isolation_for
@@ -32,10 +33,19 @@ PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
+class Task:
+    """A submission to grade: all of it (timing None), or only its timing cases (True) or only the others (False)."""
+
+    id: str
+    path: Path
+    timing: bool | None = None
+
+
+@dataclass(frozen=True)
 class Setup:
     """What every job needs, sent once when it starts."""
 
-    config: Path
+    rubric: Rubric
     secret: str
     hidden: tuple[Path, ...]  # what students must not read besides the grader's files: the batch's output, the secret
     require_tier: str
@@ -45,12 +55,12 @@ class Setup:
 
 
 def job_main(conn: Connection, setup: Setup) -> None:
-    """A job process: grade each (id, path) received until told to stop (None); reply with a dict per submission."""
+    """A job process: grade each task received until told to stop (None); reply with a dict per task."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the batch's to handle: it stops the jobs
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # a batch killed outright takes its jobs with it
     if os.getppid() != setup.parent:
         return
-    rubric = load_rubric(setup.config)
+    rubric = setup.rubric
     try:
         isolation = isolation_for(rubric.path.parent, rubric.solutions_dir, list(setup.hidden), setup.require_tier).__enter__()
     except Exception as exc:
@@ -60,27 +70,32 @@ def job_main(conn: Connection, setup: Setup) -> None:
     reference = reference_worker(rubric, isolation.tier)  # one for the job's submissions: a start saved on each
     try:
         while (task := conn.recv()) is not None:
-            sid, path = task
             renew(reference)
-            conn.send(_grade_one(rubric, isolation, setup, path, reference))
+            conn.send(_grade_one(rubric, isolation, setup, task, reference))
     finally:
         reference.stop()
 
 
-def _grade_one(rubric, isolation, setup: Setup, path: Path, reference) -> dict:
+def _grade_one(rubric, isolation, setup: Setup, task: Task, reference) -> dict:
+    """A task's reply: for a graded submission the run and the account of its files (results.json is written from
+    both, once a cluster's parts are merged); otherwise its status, why, and results.json saying so."""
     with tempfile.TemporaryDirectory(prefix="autograder-batch-") as scratch:
         try:
-            submission = open_submission(path, Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
+            submission = open_submission(task.path, Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
         except SubmissionError as exc:
-            return {"status": "not_gradable", "message": str(exc), "results": failure_json(str(exc))}
+            return failure("not_gradable", str(exc))
         try:
-            run = grade(rubric, submission, secret=setup.secret, isolation=isolation, lanes=setup.lanes, machine=setup.timing_lock,
-                        reference=reference)
+            run = grade(rubric, submission, secret=setup.secret, isolation=isolation, lanes=setup.lanes,
+                        machine=setup.timing_lock, timing=task.timing, reference=reference)
         except Exception as exc:  # the grader's own failure: no points, and the row says so
             traceback.print_exc()
-            message = f"internal error ({type(exc).__name__}); course staff have been told"
-            return {"status": "infra_error", "message": message, "results": failure_json(message)}
-        return {"status": "ok", "message": "", "results": results_json(run, submission.account), "seconds": run.seconds}
+            return failure("infra_error", f"internal error ({type(exc).__name__}); course staff have been told")
+        return {"status": "ok", "message": "", "run": run, "account": submission.account, "seconds": run.seconds}
+
+
+def failure(status: str, message: str) -> dict:
+    """The reply for a submission not graded: its status, why, and results.json with no points and the reason."""
+    return {"status": status, "message": message, "results": failure_json(message)}
 
 
 class _Job:
@@ -91,7 +106,7 @@ class _Job:
         child.close()
         reaper.worker_started(self.process.pid)  # a job is no stray for a sweep of this process's children
         self.uids: list[int | None] = []
-        self.task: tuple[str, Path] | None = None
+        self.task: Task | None = None
         self.since = 0.0
 
     def kill(self) -> None:
@@ -114,38 +129,44 @@ class Jobs:
         self.count, self.setup, self.budget = count, setup, budget
         self.jobs: list[_Job] = []
 
-    def run(self, tasks: list[tuple[str, Path]], on_done) -> dict:
-        """Grade every task; returns the isolation the jobs graded under, as the first of them reported it."""
-        queue, record = list(tasks), {}
+    def run(self, tasks: list[Task], on_done) -> dict:
+        """Grade every task, then stop the jobs; returns the isolation they graded under, as the first reported it."""
         try:
-            while queue or any(j.task for j in self.jobs):
-                while len(self.jobs) < min(self.count, len(queue) + sum(1 for j in self.jobs if j.task)):
-                    started = self._start()
-                    record = record or started
-                for job in self.jobs:
-                    if job.task is None and queue:
-                        job.task, job.since = queue.pop(0), time.monotonic()
-                        job.conn.send(job.task)
-                busy = [j for j in self.jobs if j.task]
-                ready = wait([j.conn for j in busy] + [j.process.sentinel for j in busy], timeout=1.0)
-                for job in busy:
-                    reply = None
-                    if job.conn in ready:
-                        with contextlib.suppress(EOFError, OSError):  # a job that died mid-reply: its sentinel says so
-                            reply = job.conn.recv()
-                    if reply is not None:
-                        task, job.task = job.task, None
-                        on_done(task, reply)
-                    elif job.process.sentinel in ready or not job.process.is_alive():
-                        self._replace(job, on_done, "crashed", "the grading process died while grading this submission")
-                    elif time.monotonic() - job.since > self.budget:
-                        self._replace(job, on_done, "timeout", f"grading took longer than the batch's budget of {self.budget:g} s "
-                                      "per submission, so it was stopped")
+            return self.grade(tasks, on_done)
         finally:
             self.stop()
+
+    def grade(self, tasks: list[Task], on_done) -> dict:
+        """Grade every task, starting jobs as needed and keeping them for the next call; returns the isolation of the
+        first job started (none started: {})."""
+        queue, record = list(tasks), {}
+        while queue or any(j.task for j in self.jobs):
+            while len(self.jobs) < min(self.count, len(queue) + sum(1 for j in self.jobs if j.task)):
+                started = self.start()
+                record = record or started
+            for job in self.jobs:
+                if job.task is None and queue:
+                    job.task, job.since = queue.pop(0), time.monotonic()
+                    job.conn.send(job.task)
+            busy = [j for j in self.jobs if j.task]
+            ready = wait([j.conn for j in busy] + [j.process.sentinel for j in busy], timeout=1.0)
+            for job in busy:
+                reply = None
+                if job.conn in ready:
+                    with contextlib.suppress(EOFError, OSError):  # a job that died mid-reply: its sentinel says so
+                        reply = job.conn.recv()
+                if reply is not None:
+                    task, job.task = job.task, None
+                    on_done(task, reply)
+                elif job.process.sentinel in ready or not job.process.is_alive():
+                    self._replace(job, on_done, "crashed", "the grading process died while grading this submission")
+                elif time.monotonic() - job.since > self.budget:
+                    self._replace(job, on_done, "timeout", f"grading took longer than the batch's budget of {self.budget:g} s "
+                                  "per submission, so it was stopped")
         return record
 
-    def _start(self) -> dict:
+    def start(self) -> dict:
+        """Start one more job; returns the isolation it reported. RuntimeError when it cannot start."""
         job = _Job(self.context, self.setup)
         hello = job.conn.recv() if job.conn.poll(120) else {"fatal": "the grading process did not start within 120 s"}
         if "fatal" in hello:
@@ -159,7 +180,7 @@ class Jobs:
         task = job.task
         job.kill()
         self.jobs.remove(job)
-        on_done(task, {"status": status, "message": message, "results": failure_json(message)})
+        on_done(task, failure(status, message))
 
     def stop(self) -> None:
         for job in self.jobs:

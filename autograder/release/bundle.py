@@ -74,6 +74,15 @@ def test_visible_case(case, results):
     print(feedback(outcome))  # what your code printed, with `pytest -rP`
 '''
 
+RAY_ONLY = "# Only the ray extra"  # constraints.txt: the pins from this line on serve only grade-all --backend ray
+
+
+def grading_pins(constraints: Path) -> list[str]:
+    """The pins of constraints.txt that grading needs: those of the ray extra left out (Ray is some 80 MB)."""
+    lines = constraints.read_text().split(RAY_ONLY)[0].splitlines()
+    return [line for line in lines if line and not line.startswith("#")]
+
+
 REQUIREMENTS = """# What this folder's autograder needs, at the versions it is graded with: pip install -r requirements.txt
 # torch is its CPU build, from PyTorch's own index: from PyPI alone, torch 2.13.0 on Linux pulls several GB of
 # CUDA packages, which nothing here uses. pip takes no index per package in a requirements file, so that index
@@ -178,7 +187,7 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
             copy = work / path.relative_to(PROJECT)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, copy)
-        pins = [line for line in (projects / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
+        pins = grading_pins(projects / "constraints.txt")
         (work / "requirements.txt").write_text(REQUIREMENTS + "\n".join(pins) + "\n")
         (work / "test_visible.py").write_text(PYTEST_FILE)
         (work / "pytest.ini").write_text("[pytest]\naddopts = -q\ntestpaths = test_visible.py\n")
