@@ -25,6 +25,7 @@ import csv
 import dataclasses
 import datetime
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -424,57 +425,97 @@ def make_class(rubric: Rubric, folder: Path, size: int) -> Path:
     return folder
 
 
-def class_runs(rubric: Rubric, size: int, jobs: int, scratch: Path) -> dict:
-    """The same class graded one submission after another with `autograder grade`, then with `grade-all --jobs`,
-    then `grade-all` again (all finished: a resume with nothing to do); wall seconds of each, and the timing
-    verdicts of the correct submissions inside the batch."""
-    folder = make_class(rubric, scratch / "class", size)
+GPU_CLASS = 8  # submissions of the batch graded on a GPU machine by both backends (section 6)
+
+
+def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop: bool = True) -> dict:
+    """The same class graded one submission after another with `autograder grade` (with `loop`), then with
+    `grade-all` on the local backend, `grade-all` again (all finished: a resume with nothing to do), and with
+    `grade-all --backend ray` (an embedded Ray, where the extra is installed); wall seconds of each, whether the two
+    backends' grades.csv agree, and the timing verdicts of the correct submissions inside each batch. `jobs`: each
+    batch's --jobs (None: the backend's default, every usable core)."""
+    folder = make_class(rubric, scratch / "class", size)  # makes scratch too
     secret = scratch / "secret.txt"
     secret.write_text("bench-class\n")
     cli = [sys.executable, "-m", "autograder"]
-    started = time.monotonic()
-    for sub in sorted(folder.iterdir()):
-        subprocess.run([*cli, "grade", str(sub), "--secret-file", str(secret), "-q", "--results", str(scratch / "one.json")],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    one_by_one = time.monotonic() - started
-    out = scratch / "batch"
-    batch = [*cli, "grade-all", str(folder), "--out", str(out), "--jobs", str(jobs), "--secret-file", str(secret), "-q"]
-    started = time.monotonic()
-    subprocess.run(batch, check=True, stdout=subprocess.DEVNULL)
-    in_batch = time.monotonic() - started
-    started = time.monotonic()
-    subprocess.run(batch, check=True, stdout=subprocess.DEVNULL)
-    again = time.monotonic() - started
-    timing = []
+    result = {"size": size, "jobs": jobs, "seconds": {}, "timing": {}, "statuses": {}}
+    if loop:
+        started = time.monotonic()
+        for sub in sorted(folder.iterdir()):
+            subprocess.run([*cli, "grade", str(sub), "--secret-file", str(secret), "-q", "--results", str(scratch / "one.json")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        result["one_by_one"] = time.monotonic() - started
+    rows = {}
+    for backend in ("local", "again", "ray"):
+        if backend == "ray" and importlib.util.find_spec("ray") is None:
+            result["ray_missing"] = True
+            break
+        out = scratch / ("ray" if backend == "ray" else "local")
+        command = [*cli, "grade-all", str(folder), "--out", str(out), "--secret-file", str(secret), "-q",
+                   "--backend", "ray" if backend == "ray" else "local", *(["--jobs", str(jobs)] if jobs else [])]
+        started = time.monotonic()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        result["seconds"][backend] = time.monotonic() - started
+        if backend != "again":
+            graded = list(csv.DictReader(open(out / "grades.csv")))
+            rows[backend] = {row["submission_id"]: (row["status"], row["score"]) for row in graded}
+            result["statuses"][backend] = dict(Counter(row["status"] for row in graded))
+            result["timing"][backend] = correct_timing(folder, out)
+    result["same_csv"] = rows["local"] == rows["ray"] if "ray" in rows else None
+    return result
+
+
+def correct_timing(folder: Path, out: Path) -> list[dict]:
+    """The timing verdicts of a batch's correct submissions: each case's device, ratio and whether it kept full marks."""
+    verdicts = []
     for sub in sorted(folder.iterdir()):
         if sub.name.endswith("-correct"):
             tests = json.loads((out / "results" / sub.name / "results.json").read_text())["tests"]
-            timing += [t["score"] == t["max_score"] for t in tests if "timing" in t["tags"]]
-    statuses = Counter(row["status"] for row in csv.DictReader(open(out / "grades.csv")))
-    return {"size": size, "jobs": jobs, "one_by_one": one_by_one, "batch": in_batch, "again": again,
-            "timing_full": sum(timing), "timing_total": len(timing), "statuses": dict(statuses)}
+            verdicts += [{"device": t["extra_data"].get("device"), "ratio": t["extra_data"].get("ratio"),
+                          "full": t["score"] == t["max_score"]} for t in tests if "timing" in t["tags"]]
+    return verdicts
 
 
 def section_class(result: dict | None) -> str:
     if not result:
         return "## 5. A class in one command\n\nNot measured in this run (`--class-size 0`)."
-    ratio = result["batch"] / result["one_by_one"]
+    jobs = f" --jobs {result['jobs']}" if result["jobs"] else ""
     return "\n\n".join([
         "## 5. A class in one command",
         f"{result['size']} submissions built from `solutions/` (a quarter correct, half with one known mistake of the "
         "catalogue each, a quarter with a syntax error in every file), graded one after another with `autograder grade` "
-        f"(a process each, as a shell loop would), then with `autograder grade-all --jobs {result['jobs']}`, then "
-        "`grade-all` again on the finished batch.",
-        table(["", "seconds"], [["one after another (`grade` in a loop)", f"{result['one_by_one']:.0f}"],
-                                [f"`grade-all --jobs {result['jobs']}`", f"{result['batch']:.0f}"],
-                                ["`grade-all` again (nothing left to grade)", f"{result['again']:.1f}"]]),
-        f"Reading: the batch took {ratio:.2f} of the time of the loop; statuses "
-        f"{', '.join(f'{n} {s}' for s, n in sorted(result['statuses'].items()))}. Inside the batch the correct "
-        f"submissions kept full timing marks in {result['timing_full']} of {result['timing_total']} timing cases. "
-        "A single `grade` already keeps both cores busy (two lanes, section 1), so the batch gains from what the loop "
-        "pays per submission (a process start, the rubric's and torch's imports) and from the cores the loop leaves "
-        "idle while a timing case runs alone.",
+        f"(a process each, as a shell loop would), then with `autograder grade-all{jobs}`, then `grade-all` again on the "
+        f"finished batch, then with `grade-all{jobs} --backend ray` on an embedded Ray (its start included).",
+        *class_parts(result),
     ])
+
+
+def class_parts(result: dict) -> list[str]:
+    """The table and reading of a class graded by class_runs."""
+    seconds, jobs = result["seconds"], f" --jobs {result['jobs']}" if result["jobs"] else ""
+    rows = [["one after another (`grade` in a loop)", f"{result['one_by_one']:.0f}"]] if "one_by_one" in result else []
+    rows += [[f"`grade-all{jobs}` (local backend)", f"{seconds['local']:.0f}"],
+             ["`grade-all` again (nothing left to grade)", f"{seconds['again']:.1f}"]]
+    rows += [[f"`grade-all{jobs} --backend ray` (an embedded Ray)", f"{seconds['ray']:.0f}"]] if "ray" in seconds else []
+
+    def kept(backend: str) -> str:
+        verdicts = result["timing"][backend]
+        devices = "/".join(sorted({str(v["device"]) for v in verdicts})) or "no device"
+        ratios = [v["ratio"] for v in verdicts if v["ratio"] is not None]
+        spread = f", ratios {min(ratios):.2f}-{max(ratios):.2f}" if ratios else ""
+        return f"{sum(v['full'] for v in verdicts)} of {len(verdicts)} timing cases (on {devices}{spread})"
+
+    reading = [f"Reading: the local batch took {seconds['local'] / result['one_by_one']:.2f} of the time of the loop"
+               if "one_by_one" in result else "Reading: no loop in this run",
+               f"statuses {', '.join(f'{n} {s}' for s, n in sorted(result['statuses']['local'].items()))}",
+               f"the correct submissions kept full timing marks in {kept('local')} inside the local batch"]
+    if "ray" in seconds:
+        reading.append(f"in {kept('ray')} through Ray, which took {seconds['ray'] / seconds['local']:.2f} of the local "
+                       f"batch's time; the two grades.csv {'agree' if result['same_csv'] else 'DIFFER'} (status and score "
+                       "of every row)")
+    else:
+        reading.append("Ray was not measured: the `ray` extra is not installed")
+    return [table(["", "seconds"], rows), "; ".join(reading) + "."]
 
 
 def table(header: list[str], rows: list[list]) -> str:
@@ -749,8 +790,9 @@ def gpu_figures(rubric: Rubric, tier: Tier, found: dict, runs: int, pairs: int, 
             ("stability", lambda: {name: [asdict(m) for m in results] for name, results in
                                    timing_runs(timing_rubric, SOLUTIONS, tier, [f"bench-gpu-{i}" for i in range(runs)]).items()}),
             ("memory", lambda: [[kept, asdict(m)] for kept, m in memory_variants(timing_rubric, tier, Path(scratch))]),
-            ("builtins", lambda: {"pairs": pairs, "results": against_builtins(rubric, pairs, ("cuda",))}),
+            ("batch", lambda: class_runs(rubric, GPU_CLASS, None, Path(scratch) / "class", loop=False)),
             ("variants", lambda: [[k, asdict(m)] for k, m in slow_variants(timing_rubric, tier, Path(scratch))]),
+            ("builtins", lambda: {"pairs": pairs, "results": against_builtins(rubric, pairs, ("cuda",))}),
         ]
         for name, measure in parts:
             log(f"GPU: {name}")
@@ -805,6 +847,11 @@ def section_gpu(figures: dict | None) -> str:
         *_part(figures, "variants", lambda results: [variants_table(results, policy), variants_reading(results, policy)], _pairs),
         "### The reference against PyTorch's built-ins",
         *_part(figures, "builtins", lambda d: builtins_parts(d["results"], d["pairs"]), lambda d: d),
+        "### A batch with GPU timing slots",
+        f"As section 5, without the loop: {GPU_CLASS} submissions graded by `grade-all` on the local backend (every core "
+        "a job; timing cases one at a time on the machine), then by `grade-all --backend ray` on an embedded Ray, whose "
+        "timing parts each hold the GPU (`num_gpus=1`) while correctness parts run on the CPUs.",
+        *_part(figures, "batch", class_parts, lambda d: d),
     ])
 
 
