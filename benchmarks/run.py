@@ -725,7 +725,7 @@ def builtins_parts(results: list[dict], pairs: int) -> list[str]:
         "before it is timed.",
         table(["pair", "device", "shape", "reference ms", "built-in ms", "ratio"], rows),
         f"Reading: students are timed against the reference, not against these built-ins, so a ratio above 1 is "
-        f"how much faster than the reference the same computation can run (on a CPU, in one thread). The largest gap is "
+        f"how much faster than the reference the same computation can run ({'in one thread' if all(r['device'] == 'cpu' for r in results) else 'on that device'}). The largest gap is "
         f"{slowest['name']} on {slowest['device']} ({slowest['ratio']:.2f}x), the smallest {fastest['name']} on "
         f"{fastest['device']} ({fastest['ratio']:.2f}x). Such gaps decide how far below 1.0 a careful student's ratio "
         f"can go; nothing is flagged until {1 / Policy.flag_below:g}x faster than the reference.",
@@ -828,6 +828,7 @@ def section_gpu(figures: dict | None) -> str:
         f"Measured by `{m['command']}` on {m['date']} in {m['minutes']:.1f} min, commit {m['commit']}"
         f"{'' if m['complete'] else ' (the run ended early: what it did not reach is marked)'}; the figures live in "
         "`benchmarks/gpu.json`, from which every bench run renders this section. "
+        + (f"{m['note']} " if m.get("note") else "")
         + ("The grader's package, the solutions and grading.yaml are as they were then." if same else
            "The grader's package, the solutions or grading.yaml have changed since: run `benchmarks/device.sh` on a GPU "
            "again for figures of this code."),
