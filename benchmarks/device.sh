@@ -20,8 +20,16 @@
 set -u -o pipefail  # not -e: every stage runs and says how it ended
 
 if [ "${1:-}" = install ]; then  # stage 1, run by the stage below under its timeout
+  if "$PY" -c "import pydantic, nbformat" 2>/dev/null; then
+    echo "pydantic and nbformat import already"
+  else
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      && "$PY" -c "import pydantic, nbformat; print('installed: pydantic', pydantic.VERSION, 'nbformat', nbformat.__version__)" \
+      || exit
+  fi
   # Ray's wheel is larger than what may travel to such a machine: carry it as .ray/ray-pruned.zip, the wheel less its
-  # Java jars and the dashboard's web client, which nothing here uses, unpacked beside the other wheels.
+  # Java jars and the dashboard's web client, which nothing here uses, unpacked beside the other wheels (after them:
+  # it imports jsonschema, one of them).
   if [ -f .ray/ray-pruned.zip ] && ! "$PY" -c "import ray" 2>/dev/null; then
     "$PY" -c "import os, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z:  # as unzip would: Ray's gcs_server and raylet must stay executable
@@ -29,12 +37,6 @@ with zipfile.ZipFile(sys.argv[1]) as z:  # as unzip would: Ray's gcs_server and 
         os.chmod(z.extract(info, '/tmp/site'), (info.external_attr >> 16) or 0o644)" .ray/ray-pruned.zip \
       && "$PY" -c "import ray; print('unpacked: ray', ray.__version__)"
   fi
-  if "$PY" -c "import pydantic, nbformat" 2>/dev/null; then
-    echo "pydantic and nbformat import already: nothing to install"
-    exit 0
-  fi
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && "$PY" -c "import pydantic, nbformat; print('installed: pydantic', pydantic.VERSION, 'nbformat', nbformat.__version__)"
   exit
 fi
 
