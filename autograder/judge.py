@@ -69,8 +69,9 @@ class Tolerance:
 
     def matches(self, got: np.ndarray, candidate: np.ndarray) -> bool:
         """A likely mistake's answer, computed in the case's precision, explains every element of `got`."""
-        if self.rounded:  # both carry rounding
-            return bool(np.all((np.abs(got - candidate) <= 2 * self.atol) | (got == candidate) | (np.isnan(got) & np.isnan(candidate))))
+        if self.rounded:  # both carry rounding; inf - inf is nan (no match) without a warning on the grader's stderr
+            with np.errstate(invalid="ignore"):
+                return bool(np.all((np.abs(got - candidate) <= 2 * self.atol) | (got == candidate) | (np.isnan(got) & np.isnan(candidate))))
         return bool(np.allclose(got, candidate, rtol=max(self.rtol, 1e-6), atol=max(self.atol, 1e-9), equal_nan=True))
 
     def __str__(self) -> str:

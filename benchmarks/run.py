@@ -1,6 +1,6 @@
 """Benchmarks of the grader on this machine; (re)writes BENCHMARKS.md.
 
-    .venv/bin/python benchmarks/run.py                  # everything: about 20 minutes on 2 cores
+    .venv/bin/python benchmarks/run.py                  # everything: about 36 minutes on 2 cores
     .venv/bin/python benchmarks/run.py --runs 10        # more repetitions of the timing verdict
     .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --class-size 0 --out /tmp/b.md
     python3 benchmarks/run.py --gpu-only --gpu-json $OUT/gpu.json --out $OUT/gpu.md   # on a GPU: section 6 only
