@@ -344,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", parents=[common], help="staff: the solutions earn every point, the starter none, and every known mistake is caught")
     v.add_argument("--component", action="append", help="verify only this component (repeatable)")
     v.add_argument("--mistakes", type=Path, help="the catalog of known mistakes (default: mistakes.yaml in the solutions folder)")
-    v.add_argument("--quick", action="store_true", help="leave out the training case where a mistake need not fail it")
+    v.add_argument("--quick", action="store_true", help="leave out the training and timing cases where a mistake need not fail them")
     v.set_defaults(func=cmd_verify)
     return parser
 

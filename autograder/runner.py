@@ -243,10 +243,11 @@ class _Pipeline:
                 continue
             with self.floor.shared():
                 plan = self.make_plan(i, self.tier.with_id(uid))
-                with self.lock:
-                    self.plans.append(plan)
-                self.floor.register(plan.slot)
-                if plan.slot:
+            with self.lock:
+                self.plans.append(plan)
+            self.floor.register(plan.slot)
+            if plan.slot:
+                with self.floor.shared(plan.slot):  # its worker runs while it starts, whoever waits
                     _start_quietly(plan.slot)
             while not self.cancelled.is_set():
                 with contextlib.suppress(queue.Full):
@@ -314,8 +315,7 @@ class Floor:
         self._sharing = self._waiting = 0
         self._alone = False
         self._slots: list[Slot] = []
-        self._busy: list[Slot] = []  # slots in a shared section: running a case, never paused
-        self._machine = _MachineFloor(machine, self._idle) if machine else None
+        self._machine = _MachineFloor(machine, self._registered) if machine else None
 
     def register(self, slot: Slot | None) -> None:
         if slot:
@@ -324,28 +324,17 @@ class Floor:
 
     @contextlib.contextmanager
     def shared(self, slot: Slot | None = None):
+        """A case or start in `slot`'s worker, while no timing case runs."""
         with self._changed:
             self._changed.wait_for(lambda: not self._alone and not self._waiting)
             self._sharing += 1
         try:
-            with self._machine.shared() if self._machine else contextlib.nullcontext(), self._using(slot):
+            with self._machine.shared(slot) if self._machine else contextlib.nullcontext():
                 yield
         finally:
             with self._changed:
                 self._sharing -= 1
                 self._changed.notify_all()
-
-    @contextlib.contextmanager
-    def _using(self, slot: Slot | None):
-        if slot:
-            with self._changed:
-                self._busy.append(slot)
-        try:
-            yield
-        finally:
-            if slot:
-                with self._changed:
-                    self._busy.remove(slot)
 
     @contextlib.contextmanager
     def alone(self, own: Slot):
@@ -355,8 +344,8 @@ class Floor:
             self._waiting -= 1
             self._alone = True
         try:
-            with self._machine.alone() if self._machine else contextlib.nullcontext(), contextlib.ExitStack() as paused:
-                for slot in self._slots:
+            with self._machine.alone(own) if self._machine else contextlib.nullcontext(), contextlib.ExitStack() as paused:
+                for slot in self._registered():
                     if slot is not own:
                         paused.enter_context(slot.paused())
                 yield
@@ -365,32 +354,38 @@ class Floor:
                 self._alone = False
                 self._changed.notify_all()
 
-    def _idle(self) -> list[Slot]:
+    def _registered(self) -> list[Slot]:
         with self._changed:
-            return [slot for slot in self._slots if slot not in self._busy]
+            return list(self._slots)
 
 
 class _MachineFloor:
     """Floor's rule between processes, with flock(2) on two files: `room` is held shared by every case and
     start, exclusively by a timing case; `turnstile` is held by a timing case from the moment it waits, and
-    passed through by everyone else, so that waiting timing cases go first."""
+    passed through by everyone else, so that waiting timing cases go first.
 
-    def __init__(self, path: Path, idle: Callable[[], list[Slot]]):
-        self.room, self.turnstile, self.idle = path, path.with_name(path.name + ".turnstile"), idle
+    While a lane of this process waits at the turnstile, the process's idle workers stay stopped; a worker
+    whose lane holds the room runs: its lane resumes it on the way in, and no waiting lane stops it until it
+    is idle again. Otherwise a case could hold the room with its worker stopped, while the timing case that
+    stopped it waits for the room."""
+
+    def __init__(self, path: Path, slots: Callable[[], list[Slot]]):
+        self.room, self.turnstile, self.slots = path, path.with_name(path.name + ".turnstile"), slots
         self._waiting = 0  # this process's lanes held back by another's timing case
         self._lock = threading.Lock()
-        self._paused: contextlib.ExitStack | None = None
+        self._paused: dict[Slot, contextlib.ExitStack] = {}
+        self._inside: set[Slot] = set()  # slots whose lane holds the room
 
     @contextlib.contextmanager
-    def shared(self):
+    def shared(self, slot: Slot | None):
         with self._held(self.turnstile, fcntl.LOCK_EX, wait=self._wait_paused):
             pass
-        with self._held(self.room, fcntl.LOCK_SH):
+        with self._held(self.room, fcntl.LOCK_SH), self._running(slot):
             yield
 
     @contextlib.contextmanager
-    def alone(self):
-        with self._held(self.turnstile, fcntl.LOCK_EX), self._held(self.room, fcntl.LOCK_EX):
+    def alone(self, own: Slot):
+        with self._held(self.turnstile, fcntl.LOCK_EX), self._held(self.room, fcntl.LOCK_EX), self._running(own):
             yield
 
     @contextlib.contextmanager
@@ -407,22 +402,41 @@ class _MachineFloor:
             os.close(fd)
 
     @contextlib.contextmanager
+    def _running(self, slot: Slot | None):
+        """`slot`'s worker runs while its lane holds the room, though other lanes of this process still wait."""
+        if slot is None:
+            yield
+            return
+        with self._lock:
+            self._inside.add(slot)
+            stopped = self._paused.pop(slot, None)
+        if stopped:
+            stopped.close()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._inside.discard(slot)
+
+    @contextlib.contextmanager
     def _wait_paused(self):
-        """Another process times: this one's idle student workers stop until the first of its lanes goes on."""
+        """Another process times: this process's idle workers stop until none of its lanes waits."""
         with self._lock:
             self._waiting += 1
-            if self._waiting == 1:
-                self._paused = contextlib.ExitStack()
-                for slot in self.idle():
-                    self._paused.enter_context(slot.paused())
+            for slot in self.slots():
+                if slot not in self._inside and slot not in self._paused:
+                    self._paused[slot] = contextlib.ExitStack()
+                    self._paused[slot].enter_context(slot.paused())
         try:
             yield
         finally:
             with self._lock:
                 self._waiting -= 1
-                if self._waiting == 0 and self._paused:
-                    self._paused.close()
-                    self._paused = None
+                stopped = list(self._paused.values()) if not self._waiting else []
+                if stopped:
+                    self._paused.clear()
+            for stack in stopped:
+                stack.close()
 
 
 class _InOrder:

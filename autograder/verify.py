@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .cases import TIMING
 from .rubric import Rubric, read_yaml
 from .outcome import INTERNAL_ERROR
 from .runner import CaseResult, GradeRun, grade
@@ -160,9 +161,10 @@ class Verdict:
 
 def judge(rubric: Rubric, mistake: Mistake, isolation: Isolation, quick: bool = False) -> Verdict:
     """Grade solutions/ with `mistake` in, on the components of its file, under `isolation` (entered); `quick`
-    leaves out the slow cases of QUICK_SKIPS unless must_fail names them."""
+    leaves out the slow cases of QUICK_SKIPS and the timing cases (they measure speed, which no mistake of the catalog
+    is about, for seconds each) unless must_fail names them."""
     file = rubric.component(mistake.component).file
-    skip = QUICK_SKIPS - mistake.must_fail if quick else frozenset()
+    skip = (QUICK_SKIPS | TIMING) - mistake.must_fail if quick else frozenset()
     components = [dataclasses.replace(c, cases=[k for k in c.cases if k.check not in skip]) for c in rubric.components if c.file == file]
     with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
         folder = write_variant(rubric.solutions_dir, file, mistake.old, mistake.new, Path(scratch) / "variant")

@@ -432,8 +432,8 @@ def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop:
     """The same class graded one submission after another with `autograder grade` (with `loop`), then with
     `grade-all` on the local backend, `grade-all` again (all finished: a resume with nothing to do), and with
     `grade-all --backend ray` (an embedded Ray, where the extra is installed); wall seconds of each, whether the two
-    backends' grades.csv agree, and the timing verdicts of the correct submissions inside each batch. `jobs`: each
-    batch's --jobs (None: the backend's default, every usable core)."""
+    backends' grades.csv agree (where not, whether beyond timing points), and the timing verdicts of the correct
+    submissions inside each batch. `jobs`: each batch's --jobs (None: the backend's default, every usable core)."""
     folder = make_class(rubric, scratch / "class", size)  # makes scratch too
     secret = scratch / "secret.txt"
     secret.write_text("bench-class\n")
@@ -458,11 +458,23 @@ def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop:
         result["seconds"][backend] = time.monotonic() - started
         if backend != "again":
             graded = list(csv.DictReader(open(out / "grades.csv")))
-            rows[backend] = {row["submission_id"]: (row["status"], row["score"]) for row in graded}
+            rows[backend] = {row["submission_id"]: (row["status"], row["score"], untimed_points(out, row["submission_id"]))
+                             for row in graded}
             result["statuses"][backend] = dict(Counter(row["status"] for row in graded))
             result["timing"][backend] = correct_timing(folder, out)
-    result["same_csv"] = rows["local"] == rows["ray"] if "ray" in rows else None
+    if "ray" in rows:
+        # Timing points follow a ratio measured anew in each batch; everything else must be the same.
+        result["differ_score"] = sorted(sid for sid, row in rows["ray"].items() if row[:2] != rows["local"][sid][:2])
+        result["differ_untimed"] = sorted(sid for sid, row in rows["ray"].items()
+                                          if (row[0], row[2]) != (rows["local"][sid][0], rows["local"][sid][2]))
+        result["same_csv"] = not result["differ_score"]
     return result
+
+
+def untimed_points(out: Path, sid: str) -> list:
+    """The points of each case of a batch's submission but its timing cases."""
+    tests = json.loads((out / "results" / sid / "results.json").read_text()).get("tests", [])
+    return [(t.get("number"), t["score"]) for t in tests if "timing" not in t.get("tags", [])]
 
 
 def correct_timing(folder: Path, out: Path) -> list[dict]:
@@ -511,11 +523,21 @@ def class_parts(result: dict) -> list[str]:
                f"the correct submissions kept full timing marks in {kept('local')} inside the local batch"]
     if "ray" in seconds:
         reading.append(f"in {kept('ray')} through Ray, which took {seconds['ray'] / seconds['local']:.2f} of the local "
-                       f"batch's time; the two grades.csv {'agree' if result['same_csv'] else 'DIFFER'} (status and score "
-                       "of every row)")
+                       f"batch's time; {agreement(result)}")
     else:
         reading.append("Ray was not measured: the `ray` extra is not installed")
     return [table(["", "seconds"], rows), "; ".join(reading) + "."]
+
+
+def agreement(result: dict) -> str:
+    """Whether the two backends' gradebooks agree, and where they differ, whether only in timing points."""
+    if result["same_csv"]:
+        return "the two grades.csv agree (status and score of every row)"
+    beyond = result.get("differ_untimed", [])
+    if beyond:
+        return f"the two grades.csv DIFFER beyond timing points, in {', '.join(beyond)}"
+    return (f"the two grades.csv differ in the score of {len(result['differ_score'])} rows, only in timing points (a ratio "
+            "measured anew in each batch): every status and every other case's points agree")
 
 
 def table(header: list[str], rows: list[list]) -> str:

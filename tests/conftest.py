@@ -153,7 +153,7 @@ def mistakes_of(*components: str) -> list:
 def assert_caught_in_component_only(rubric, mistake):
     """Grade solutions/ with one known mistake in: `autograder verify` must find it caught in its component, in
     at least its must_fail checks and with its feedback, and losing no points elsewhere beyond its `also`.
-    As `verify --quick`, the training case runs only where must_fail names it."""
+    As `verify --quick`, the training and timing cases run only where must_fail names them."""
     with isolation(rubric) as entered:
         assert judge(rubric, mistake, entered, quick=True).problems == []
 

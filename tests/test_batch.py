@@ -190,6 +190,15 @@ def _until_lines(journal: Path, count: int, batch: subprocess.Popen) -> None:
         time.sleep(0.1)
 
 
+def _until_grading(batch: subprocess.Popen) -> set[int]:
+    """Wait until a process runs below the batch's two jobs (a submission is being graded); returns all below it."""
+    deadline = time.monotonic() + 60
+    while len(below := descendants(batch.pid)) <= 2:
+        assert batch.poll() is None and time.monotonic() < deadline, "the resumed batch graded nothing"
+        time.sleep(0.05)
+    return below
+
+
 def _until_dead(pids: set[int]) -> None:
     """Every one of `pids` ends within 10 s (a killed process takes a moment to go)."""
     deadline = time.monotonic() + 10
@@ -227,10 +236,11 @@ def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each
     assert done_before < 6, "the batch finished before it could be killed"
     _until_dead(below)  # its jobs and their workers died with it
 
-    # Ctrl-C, as a terminal sends it to the batch's process group: it stops cleanly, between journal lines.
+    # Ctrl-C, as a terminal sends it to the batch's process group, while it grades: it stops cleanly, between journal
+    # lines. Sent once a process runs below its jobs, not after a further line: the hanging submission may be all
+    # that is left, and it would be done by then.
     second = grade_all(*args)
-    _until_lines(journal, done_before + 1, second)
-    below = descendants(second.pid)
+    below = _until_grading(second)
     os.killpg(second.pid, signal.SIGINT)
     output, _ = second.communicate(timeout=60)
     assert second.returncode == INTERRUPTED and "interrupted" in output, output

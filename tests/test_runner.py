@@ -202,3 +202,51 @@ def test_graders_sharing_a_machine_lock_wait_for_each_others_timing_cases(tmp_pa
         t.join(5)
     assert log == ["timing", "pause idle worker of the first grader", "timing ends",
                    "resume idle worker of the first grader", "case of the first grader"]
+
+
+class CountedSlot:
+    """Stands in for a worker slot: counts the pauses it is under."""
+
+    def __init__(self):
+        self.stops = 0
+
+    @contextlib.contextmanager
+    def paused(self):
+        self.stops += 1
+        yield
+        self.stops -= 1
+
+
+def test_a_case_never_holds_the_machine_with_its_worker_stopped(tmp_path):
+    """Two lanes of one grader and another grader's timing cases, over and over: a lane held back at the turnstile
+    stops its grader's idle workers, and the other lane, let through while it still waits, must resume its own
+    before its case runs, or the case would hold the room, stopped, while the timing case waits for the room."""
+    lock, stopped_inside = tmp_path / "timing.lock", []
+    grader, timer = Floor(lock), Floor(lock)
+    slots = [CountedSlot(), CountedSlot()]
+    for slot in slots:
+        grader.register(slot)
+    done = threading.Event()
+
+    def lane(slot: CountedSlot) -> None:
+        for _ in range(300):
+            with grader.shared(slot):
+                if slot.stops:
+                    stopped_inside.append(slot)
+                time.sleep(0.0005)
+
+    def timing() -> None:
+        while not done.is_set():
+            with timer.alone(CountedSlot()):
+                time.sleep(0.0005)
+
+    lanes = [threading.Thread(target=lane, args=(slot,)) for slot in slots]
+    timer_thread = threading.Thread(target=timing)
+    for t in (*lanes, timer_thread):
+        t.start()
+    for t in lanes:
+        t.join(60)
+    done.set()
+    timer_thread.join(5)
+    assert not stopped_inside, f"{len(stopped_inside)} cases ran with their worker stopped"
+    assert all(slot.stops == 0 for slot in slots)  # every pause ended
