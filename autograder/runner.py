@@ -432,9 +432,9 @@ class _MachineFloor:
         finally:
             with self._lock:
                 self._waiting -= 1
-                stopped = list(self._paused.values()) if not self._waiting else []
-                if stopped:
-                    self._paused.clear()
+                stopped = []
+                if not self._waiting:
+                    stopped, self._paused = list(self._paused.values()), {}
             for stack in stopped:
                 stack.close()
 

@@ -1,6 +1,6 @@
 """Benchmarks of the grader on this machine; (re)writes BENCHMARKS.md.
 
-    .venv/bin/python benchmarks/run.py                  # everything: about 36 minutes on 2 cores
+    .venv/bin/python benchmarks/run.py                  # everything: 20 to 36 minutes on 2 cores
     .venv/bin/python benchmarks/run.py --runs 10        # more repetitions of the timing verdict
     .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --class-size 0 --out /tmp/b.md
     python3 benchmarks/run.py --gpu-only --gpu-json $OUT/gpu.json --out $OUT/gpu.md   # on a GPU: section 6 only
@@ -458,15 +458,15 @@ def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop:
         result["seconds"][backend] = time.monotonic() - started
         if backend != "again":
             graded = list(csv.DictReader(open(out / "grades.csv")))
-            rows[backend] = {row["submission_id"]: (row["status"], row["score"], untimed_points(out, row["submission_id"]))
-                             for row in graded}
+            rows[backend] = {row["submission_id"]: {"status": row["status"], "score": row["score"],
+                                                    "untimed": untimed_points(out, row["submission_id"])} for row in graded}
             result["statuses"][backend] = dict(Counter(row["status"] for row in graded))
             result["timing"][backend] = correct_timing(folder, out)
     if "ray" in rows:
         # Timing points follow a ratio measured anew in each batch; everything else must be the same.
-        result["differ_score"] = sorted(sid for sid, row in rows["ray"].items() if row[:2] != rows["local"][sid][:2])
-        result["differ_untimed"] = sorted(sid for sid, row in rows["ray"].items()
-                                          if (row[0], row[2]) != (rows["local"][sid][0], rows["local"][sid][2]))
+        local, ray = rows["local"], rows["ray"]
+        for key, fields in (("differ_score", ("status", "score")), ("differ_untimed", ("status", "untimed"))):
+            result[key] = sorted(sid for sid in ray if any(ray[sid][f] != local[sid][f] for f in fields))
         result["same_csv"] = not result["differ_score"]
     return result
 

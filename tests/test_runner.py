@@ -16,15 +16,17 @@ from autograder.sandbox.host.tiers import Tier
 
 
 class FakeSlot:
-    """Stands in for a worker slot: records when it is paused."""
+    """Stands in for a worker slot: records when it is paused, and counts the pauses it is under."""
 
     def __init__(self, log: list, name: str):
-        self.log, self.name = log, name
+        self.log, self.name, self.stops = log, name, 0
 
     @contextlib.contextmanager
     def paused(self):
         self.log.append(f"pause {self.name}")
+        self.stops += 1
         yield
+        self.stops -= 1
         self.log.append(f"resume {self.name}")
 
 
@@ -204,31 +206,18 @@ def test_graders_sharing_a_machine_lock_wait_for_each_others_timing_cases(tmp_pa
                    "resume idle worker of the first grader", "case of the first grader"]
 
 
-class CountedSlot:
-    """Stands in for a worker slot: counts the pauses it is under."""
-
-    def __init__(self):
-        self.stops = 0
-
-    @contextlib.contextmanager
-    def paused(self):
-        self.stops += 1
-        yield
-        self.stops -= 1
-
-
 def test_a_case_never_holds_the_machine_with_its_worker_stopped(tmp_path):
     """Two lanes of one grader and another grader's timing cases, over and over: a lane held back at the turnstile
     stops its grader's idle workers, and the other lane, let through while it still waits, must resume its own
     before its case runs, or the case would hold the room, stopped, while the timing case waits for the room."""
-    lock, stopped_inside = tmp_path / "timing.lock", []
+    lock, stopped_inside, log = tmp_path / "timing.lock", [], []
     grader, timer = Floor(lock), Floor(lock)
-    slots = [CountedSlot(), CountedSlot()]
+    slots = [FakeSlot(log, "lane 1"), FakeSlot(log, "lane 2")]
     for slot in slots:
         grader.register(slot)
     done = threading.Event()
 
-    def lane(slot: CountedSlot) -> None:
+    def lane(slot: FakeSlot) -> None:
         for _ in range(300):
             with grader.shared(slot):
                 if slot.stops:
@@ -237,7 +226,7 @@ def test_a_case_never_holds_the_machine_with_its_worker_stopped(tmp_path):
 
     def timing() -> None:
         while not done.is_set():
-            with timer.alone(CountedSlot()):
+            with timer.alone(FakeSlot(log, "timed")):
                 time.sleep(0.0005)
 
     lanes = [threading.Thread(target=lane, args=(slot,)) for slot in slots]
