@@ -2,9 +2,10 @@
 
 results.json holds only the keys of Gradescope's specification: tests[] with
 name, number, score, max_score, status, visibility, tags (the component, and
-`timing` on timing cases), output, output_format and extra_data; at the top,
-score, output, visibility, execution_time and extra_data, which holds the
-total's maximum (the specification has no top-level max_score). It is written
+`timing` on timing cases, a staff test's @tags), output, output_format and extra_data; at the top,
+score, output, visibility, execution_time, extra_data, which holds the
+total's maximum (the specification has no top-level max_score), and the
+leaderboard where a ranking case earned an entry. It is written
 atomically, and a run that could not grade still writes one with no points.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
             "max_score": r.max_score,
             "status": "passed" if (r.passed and r.fraction == 1) or not r.counted else "failed",  # nothing at stake: not a failure
             "visibility": r.case.visibility,
-            "tags": [r.case.component, *(["timing"] if r.case.check in TIMING else [])],
+            "tags": [r.case.component, *(["timing"] if r.case.check in TIMING else []), *r.case.tags],
             "output": feedback(r),
             "output_format": "text",
             "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3), **r.extra},
@@ -46,6 +47,7 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
     shown = sum(1 for r in run.results if r.case.visible)
     summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
     summary += [HIDDEN_OUTPUT] if shown < len(tests) else []
+    board = leaderboard(run.results)
     return {
         "score": sum(r.score for r in run.results),
         "output": "\n".join(summary + review_notes(run.results) + account_lines(account)),
@@ -56,7 +58,28 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
         "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation, "rubric": run.rubric,
                        "files": [asdict(entry) for entry in account]},
         "tests": tests,
+        **({"leaderboard": board} if board else {}),
     }
+
+
+def leaderboard(results: list[CaseResult]) -> list[dict]:
+    """Gradescope's leaderboard entries: each ranking case's value (a timing case's speedup or ratio, a staff test's
+    set_leaderboard_value), only where it passed and so did every other case of its component but the timing ones:
+    a wrong answer never ranks."""
+    correct = {r.case.component for r in results}
+    for r in results:
+        if r.case.check not in TIMING and r.case.leaderboard is None and not (r.passed and r.fraction == 1):
+            correct.discard(r.case.component)
+    entries = []
+    for r in results:
+        board = r.case.leaderboard
+        if board and r.passed and r.counted and r.case.component in correct and not r.extra.get("flagged"):
+            value = r.extra.get("leaderboard_value") if board.value == "set" else r.extra.get("ratio")
+            if board.value == "speedup" and value:
+                value = round(1 / value, 4)
+            if value is not None:
+                entries.append({"name": board.name, "value": value, "order": board.order})
+    return entries
 
 
 HIDDEN_OUTPUT = "What your code prints is shown under each visible case; output of hidden cases is not shown."

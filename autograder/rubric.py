@@ -17,9 +17,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from .cases import CHECKS, DATA
+from .cases import CHECKS, DATA, TIMING
 from .sandbox.worker.guard import resolve
 from .timing import Policy
+from .unittests import StaffTest, StaffTestError, collect
 
 # The student API fixes which file holds which component.
 COMPONENT_FILES = {
@@ -53,6 +54,15 @@ class Defaults(Strict):
     memory_mb: Annotated[int, Field(ge=256)] = 4096
 
 
+class LeaderboardSpec(Strict):
+    """A timing case's column on Gradescope's leaderboard: `speedup` is the reference's time over the student's
+    (higher ranks first by default), `ratio` the student's over the reference's (lower first)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    value: Literal["speedup", "ratio"] = "speedup"
+    order: Literal["asc", "desc"] | None = None
+
+
 class CaseSpec(Strict):
     name: Annotated[str, Field(min_length=1)]
     check: str
@@ -63,6 +73,7 @@ class CaseSpec(Strict):
     rtol: Annotated[float, Field(ge=0)] | None = None
     atol: Annotated[float, Field(ge=0)] | None = None
     number: str | None = None  # a student bundle keeps the grader's numbering
+    leaderboard: LeaderboardSpec | None = None  # timing cases only
 
 
 class ForbiddenSpec(Strict):
@@ -74,7 +85,8 @@ class ComponentSpec(Strict):
     file: str
     title: str
     forbidden: ForbiddenSpec = ForbiddenSpec()
-    cases: Annotated[list[CaseSpec], Field(min_length=1)]
+    cases: list[CaseSpec] = []
+    unittests: list[str] = []  # staff test files (unittests.py), relative to the rubric's folder: each test method a case
     not_here: Annotated[int, Field(ge=0)] = 0  # a student bundle: cases that run only when graded
 
 
@@ -121,14 +133,21 @@ class RubricSpec(Strict):
                 continue
             if comp.file != COMPONENT_FILES[cid]:
                 problems.append(f"{where}.file: expected {COMPONENT_FILES[cid]!r} (fixed by the student API), got {comp.file!r}")
+            for i, file in enumerate(comp.unittests):
+                if Path(file).is_absolute() or ".." in Path(file).parts or not file.endswith(".py"):
+                    problems.append(f"{where}.unittests.{i}: {file!r}; expected a .py file inside the rubric's folder, named relative to it")
             for i, call in enumerate(comp.forbidden.calls):
                 try:
                     resolve(call)
                 except (ImportError, AttributeError):
                     problems.append(f"{where}.forbidden.calls.{i}: {call!r} does not exist here, so it cannot be forbidden")
+            if not comp.cases and not comp.unittests:
+                problems.append(f"{where}: no cases and no unittests; give at least one case")
             names = [c.name for c in comp.cases]
             for i, case in enumerate(comp.cases):
                 problems += _case_problems(f"{where}.cases.{i}", cid, case)
+                if case.leaderboard and case.check not in TIMING:
+                    problems.append(f"{where}.cases.{i}.leaderboard: only a timing case ranks on the leaderboard; {case.check} times nothing")
                 if names.count(case.name) > 1:
                     problems.append(f"{where}.cases.{i}.name: {case.name!r} is used twice in this component")
         seen = []
@@ -182,6 +201,15 @@ def _params_of(fn) -> str:
 
 
 @dataclass(frozen=True)
+class Leaderboard:
+    """A case's column on the leaderboard: a timing case's speedup or ratio, or the value a staff test set (`set`)."""
+
+    name: str
+    order: str  # asc or desc
+    value: str = "set"
+
+
+@dataclass(frozen=True)
 class Case:
     """One graded case, with every default resolved."""
 
@@ -195,6 +223,10 @@ class Case:
     timeout: float
     rtol: float
     atol: float
+    tags: tuple[str, ...] = ()  # beyond the component's own (a staff test's @tags)
+    leaderboard: Leaderboard | None = None
+    unittest: StaffTest | None = None  # a staff test's method, which runs instead of CHECKS[check]
+    hide_errors: str | None = None  # a staff test's @hide_errors: said instead of why it failed
 
     @property
     def visible(self) -> bool:
@@ -223,12 +255,17 @@ class Rubric:
     timing: Policy = Policy()
     expected: Path | None = None  # a student bundle's recorded expected values (expected.Replay)
     accept_misnamed: bool = False  # submission.open_submission grades NGram.py as ngram.py
-    digest: str = ""  # sha256 of the rubric file: every run records which rubric graded it
+    digest: str = ""  # sha256 of the rubric file and its staff test files: every run records which rubric graded it
 
     @property
     def record(self) -> dict:
         """Which rubric graded, for the terminal and results.json."""
         return {"path": str(self.path), "sha256": self.digest}
+
+    @property
+    def staff_files(self) -> list[str]:
+        """The staff test files its cases run (relative to its folder)."""
+        return sorted({k.unittest.file for c in self.components for k in c.cases if k.unittest})
 
     def component(self, cid: str) -> Component:
         for comp in self.components:
@@ -277,7 +314,7 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
     d = spec.defaults
     part_of = {cid: part.name for part in spec.parts for cid in part.components}
     order = [cid for part in spec.parts for cid in part.components]
-    components = []
+    components, digest = [], hashlib.sha256(path.read_bytes())
     for ci, cid in enumerate(order, start=1):
         comp = spec.components[cid]
         cases = [
@@ -292,18 +329,53 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
                 timeout=c.timeout or d.timeout,
                 rtol=d.rtol if c.rtol is None else c.rtol,
                 atol=d.atol if c.atol is None else c.atol,
+                leaderboard=_leaderboard(c.leaderboard),
             )
             for i, c in enumerate(comp.cases, start=1)
         ]
+        for file in (f for f in comp.unittests if (path.parent / f).is_file()):  # a missing one: _refuse_missing says so
+            digest.update((path.parent / file).read_bytes())
+            cases += _staff_cases(path, cid, ci, file, len(cases), d)
+        _refuse_twice(path, f"components.{cid}", cases, "name")
         components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases,
                                     comp.not_here))
+    _refuse_twice(path, "components", [k for c in components for k in c.cases], "number")
     solutions, expected = ((path.parent / p).resolve() if p else None for p in (spec.solutions, spec.expected))
-    _refuse_missing(path, components, solutions, expected)
+    _refuse_missing(path, components, solutions, expected, [f for c in spec.components.values() for f in c.unittests])
     return Rubric(spec.course, path.resolve(), solutions, d.memory_mb, components, Policy(**spec.timing.model_dump()), expected,
-                  spec.accept_misnamed, hashlib.sha256(path.read_bytes()).hexdigest())
+                  spec.accept_misnamed, digest.hexdigest())
 
 
-def _refuse_missing(path: Path, components: list[Component], solutions: Path | None, expected: Path | None) -> None:
+def _leaderboard(spec: LeaderboardSpec | None) -> Leaderboard | None:
+    if spec is None:
+        return None
+    return Leaderboard(spec.name, spec.order or ("desc" if spec.value == "speedup" else "asc"), spec.value)
+
+
+def _staff_cases(path: Path, cid: str, ci: int, file: str, before: int, d: Defaults) -> list[Case]:
+    """The cases of a component's staff test file, numbered after the component's cases unless @number says."""
+    try:
+        tests = collect(path.parent, file)
+    except StaffTestError as exc:
+        raise RubricError(f"{path.name}: components.{cid}.unittests: {exc}") from None
+    return [Case(component=cid, number=t.number or f"{ci}.{before + i}", name=t.name, check=f"{cid}.{t.source.test}",
+                 points=t.points, params={}, visibility=t.visibility or d.visibility, timeout=d.timeout, rtol=d.rtol, atol=d.atol,
+                 tags=t.tags, leaderboard=Leaderboard(*t.leaderboard) if t.leaderboard else None, unittest=t.source,
+                 hide_errors=t.hide_errors)
+            for i, t in enumerate(tests, start=1)]
+
+
+def _refuse_twice(path: Path, where: str, cases: list[Case], field: str) -> None:
+    """No two cases of a component share a name, nor two of the rubric a number (a staff test's docstring or @number
+    may repeat another's): results and bundles tell cases apart by them."""
+    values = [getattr(c, field) for c in cases]
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise RubricError(f"{path.name}: {where}: {', '.join(map(repr, twice))} is the {field} of two cases; give each its own")
+
+
+def _refuse_missing(path: Path, components: list[Component], solutions: Path | None, expected: Path | None,
+                    staff: list[str]) -> None:
     """Refuse, before any student code runs, a rubric whose references, recording or case data are not there:
     graded anyway, each case needing them would fail as the grader's own error."""
     missing = []
@@ -313,6 +385,8 @@ def _refuse_missing(path: Path, components: list[Component], solutions: Path | N
         else:
             missing += [f"{solutions / f}, the reference of {f}" for f in dict.fromkeys(c.file for c in components)
                         if not (solutions / f).is_file()]
+    missing += [f"the staff test file {path.parent / f} (`unittests:` is relative to the rubric's folder)" for f in staff
+                if not (path.parent / f).is_file()]
     if expected is not None and not expected.is_file():
         missing.append(f"the recorded expected values {expected}")
     missing += [f"{file}, read by check {c.check}" for comp in components for c in comp.cases for file in DATA.get(c.check, ())

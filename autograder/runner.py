@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import importlib
 import os
 import queue
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from . import unittests
 from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING
 from .expected import Live, Replay
 from .forbidden import forbidden_names, scan_submission, syntax_error
@@ -543,7 +545,8 @@ def _grade_share(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict,
                 results.append(CaseResult(case, hung.outcome()))
                 continue
             with floor.alone(plan.slot) if case.check in TIMING else floor.shared(plan.slot):
-                results.append(hung.after(run_case(case, plan.slot, expected, secret, speed, hung.limit(case.timeout))))
+                results.append(hung.after(run_case(case, plan.slot, expected, secret, speed, rubric.path.parent,
+                                                   hung.limit(case.timeout))))
     finally:
         with floor.shared(plan.slot):  # busy: another process's timing case does not pause it while it stops
             plan.slot.stop()
@@ -643,7 +646,8 @@ def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
     return noted
 
 
-def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, timeout: float | None = None) -> CaseResult:
+def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, root: Path, timeout: float | None = None) -> CaseResult:
+    """`root`: the rubric's folder, where a staff test's file is (unittests.py)."""
     started = time.monotonic()
     counted = case.check not in TIMING or speed.graded
     if not counted and speed.policy.without_gpu == "skip":
@@ -653,7 +657,8 @@ def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, tim
     outcome = _outcome(student.start)  # under a start-up deadline of its own, not the case's time limit
     proxy = student.proxy(Deadline.after(case.timeout if timeout is None else timeout))
     if outcome.passed:
-        outcome = _outcome(lambda: CHECKS[case.check](Trial(case, proxy, expected, secret, speed), **case.params))
+        check = functools.partial(unittests.run, root, case) if case.unittest else functools.partial(CHECKS[case.check], **case.params)
+        outcome = _outcome(lambda: check(Trial(case, proxy, expected, secret, speed)))
     if not counted and outcome.passed:
         outcome = replace(outcome, message=outcome.message + " Reported only: without a GPU, timing earns no points here.")
     shown = _printable(proxy.printed.text) if case.visible else ""  # hidden inputs must not show through what code prints

@@ -131,7 +131,7 @@ class Verdict:
 
     @property
     def passed_must_fail(self) -> list[str]:
-        failed = {r.case.check for r in self.run.results if not r.passed}
+        failed = {r.case.check for r in self.run.results if _lost(r)}  # a partial-credit case fails by losing points
         return sorted(self.mistake.must_fail - failed)
 
     @property

@@ -3,6 +3,7 @@ from __future__ import annotations
 import _posixsubprocess
 import dataclasses
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -126,6 +127,11 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in ONE_PROCESS)  # stable: files stay whole
+
+
+def with_staff_tests(folder: Path) -> None:
+    """The staff test files grading.yaml names (its `unittests:`, relative to it) beside a copy of it in `folder`."""
+    shutil.copytree(ROOT / "autograder_tests", folder / "autograder_tests", dirs_exist_ok=True)
 
 
 def isolation(rubric, tier=None) -> Isolation:

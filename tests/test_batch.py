@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import ROOT, SOLUTIONS
+from conftest import ROOT, SOLUTIONS, with_staff_tests
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.batch.gradebook import grades_csv
@@ -139,6 +139,7 @@ def small_rubric(tmp_path: Path) -> Path:
     path = tmp_path / "rubric" / "grading.yaml"
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    with_staff_tests(path.parent)
     return path
 
 
@@ -269,6 +270,10 @@ def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each
         assert (out / "results" / sid / "results.json").exists() and (out / "feedback" / f"{sid}.md").exists()
     assert rows["1001"]["score"] == rows["1001"]["max_score"] and float(rows["1005"]["ngram"]) == 0
     assert "Timed out" in (out / "feedback" / "1006.md").read_text()
+    # The n-gram staff test's perplexity ranks the two right n-gram models; the broken and the hanging one never rank.
+    board = list(csv.DictReader(open(out / "leaderboard.csv")))
+    assert [(r["rank"], r["submission_id"], r["held-out perplexity"] != "") for r in board] == [("1", "1001", True), ("2", "1002", True)]
+    assert "leaderboard (2 ranked" in output
 
     started = time.monotonic()
     again = grade_all(*args)

@@ -66,7 +66,9 @@ def part1(tmp_path_factory):
 @pytest.mark.slow
 def test_the_bundle_holds_starter_handouts_notebooks_and_the_visible_cases_only(bundle, rubric):
     files = {c.file for c in rubric.components}
-    assert {p.name for p in bundle.iterdir()} == RELEASED | files
+    assert {p.name for p in bundle.iterdir()} == RELEASED | files | {"autograder_tests"}
+    shipped = (bundle / "autograder_tests" / "test_ngram_extra.py").read_text()  # a staff test file, its visible tests only
+    assert "def test_add_k_rows_sum_to_one" in shipped and "def test_unseen_history_is_uniform" not in shipped
     for file in files:
         assert (bundle / file).read_text() == (ROOT / "starter" / file).read_text()
         nbformat.validate(nbformat.read(bundle / "notebooks" / file.replace(".py", ".ipynb"), as_version=4))

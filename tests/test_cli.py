@@ -1,5 +1,4 @@
 """The installed command line, run as TAs and students run it."""
-import hashlib
 import json
 import os
 import shutil
@@ -10,7 +9,7 @@ import time
 
 import pytest
 from attacks import tier
-from conftest import ROOT, SOLUTIONS
+from conftest import ROOT, SOLUTIONS, with_staff_tests
 
 from autograder import __version__
 from autograder.cases import DATA, TIMING
@@ -34,7 +33,7 @@ def test_grade_writes_gradescope_results(tmp_path, rubric):
     for test in data["tests"]:
         assert set(test) >= {"name", "number", "score", "max_score", "status", "visibility", "tags", "output", "output_format"}
         timing = ["timing"] if test["extra_data"]["check"] in TIMING else []
-        assert test["status"] == "failed" and test["tags"] == [test["name"][1:].split("]")[0], *timing]
+        assert test["status"] == "failed" and test["tags"][:1 + len(timing)] == [test["name"][1:].split("]")[0], *timing]
         assert test["tags"][0] in {c.id for c in rubric.components}
         assert test["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
     assert "Total: 0 /" in proc.stdout
@@ -99,6 +98,7 @@ def test_release_check_fails_when_starter_is_stale(tmp_path):
                                                      'def f():\n    """Doc."""\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n')
     rubric = (ROOT / "grading.yaml").read_text()
     (tmp_path / "grading.yaml").write_text(rubric)
+    with_staff_tests(tmp_path)
     assert autograder("--config", str(tmp_path / "grading.yaml"), "release", "--check").returncode == 1
     assert autograder("--config", str(tmp_path / "grading.yaml"), "release").returncode == 0
     assert "raise NotImplementedError" in (tmp_path / "starter" / "ngram.py").read_text()
@@ -119,6 +119,7 @@ def test_release_check_fails_when_the_rules_drift_and_release_restores_them(tmp_
     """The rules in the handouts and starter docstrings are written from grading.yaml and the tamper scan's tables:
     a copy of the course with a forbidden name dropped in three places is out of date until `release` rewrites it."""
     shutil.copy(ROOT / "grading.yaml", tmp_path)
+    with_staff_tests(tmp_path)
     for folder in ("assignments", "solutions", "starter"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     config = ("--config", str(tmp_path / "grading.yaml"))
@@ -165,8 +166,8 @@ def test_a_submission_never_supplies_the_rubric(tmp_path):
     results = tmp_path / "results.json"
     proc = autograder("grade", ".", "--component", "ngram", "--results", str(results), cwd=student)
     assert proc.returncode == 0, proc.stderr
-    assert "Total: 32 / 32" in proc.stdout
-    digest = hashlib.sha256((ROOT / "grading.yaml").read_bytes()).hexdigest()
+    assert "Total: 36 / 36" in proc.stdout
+    digest = load_rubric(ROOT / "grading.yaml").digest  # of grading.yaml and its staff test files
     assert f"rubric: {ROOT / 'grading.yaml'} (sha256 {digest[:12]})" in proc.stderr
     assert json.loads(results.read_text())["extra_data"]["rubric"] == {"path": str(ROOT / "grading.yaml"), "sha256": digest}
 
@@ -184,6 +185,7 @@ def test_a_rubric_without_its_solutions_is_refused_before_grading(tmp_path):
 
 def test_a_rubric_missing_one_reference_or_its_data_is_refused(tmp_path, monkeypatch):
     shutil.copy(ROOT / "grading.yaml", tmp_path)
+    with_staff_tests(tmp_path)
     shutil.copytree(SOLUTIONS, tmp_path / "solutions")
     (tmp_path / "solutions" / "lstm.py").unlink()
     with pytest.raises(RubricError, match=r"missing: .*solutions/lstm.py, the reference of lstm.py$"):
@@ -205,6 +207,7 @@ def test_yaml_errors_name_the_file_and_line(tmp_path):
 
 def test_an_unknown_case_parameter_is_named_as_unknown(tmp_path):
     shutil.copy(ROOT / "grading.yaml", tmp_path)
+    with_staff_tests(tmp_path)
     shutil.copytree(SOLUTIONS, tmp_path / "solutions")
     rubric = tmp_path / "grading.yaml"
     rubric.write_text(rubric.read_text().replace("check: ngram.padding, params: {n: 2}", "check: ngram.padding, params: {N: 2}"))
@@ -297,6 +300,7 @@ def test_grade_accounts_for_every_file_and_grades_misnamed_ones_when_the_rubric_
     config = tmp_path / "grading.yaml"
     config.write_text((ROOT / "grading.yaml").read_text().replace("accept_misnamed: false", "accept_misnamed: true")
                       .replace("solutions: solutions", f"solutions: {SOLUTIONS}"))
+    with_staff_tests(tmp_path)
     submitted = tmp_path / "submitted"
     submitted.mkdir()
     shutil.copy(SOLUTIONS / "ngram.py", submitted / "NGram.py")

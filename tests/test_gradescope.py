@@ -73,13 +73,16 @@ def results_of(root: Path) -> dict:
 
 
 def test_results_keep_to_gradescopes_keys_and_tag_timing_cases(rubric):
-    """Every case of the rubric, as report.py writes it: the total's maximum sits in extra_data, timing cases carry `timing`."""
+    """Every case of the rubric, as report.py writes it: the total's maximum sits in extra_data, timing cases carry `timing`,
+    staff tests their @tags after the component."""
     run = GradeRun(results=[CaseResult(case, PASSED) for component in rubric.components for case in component.cases])
     data = results_json(run)
     jsonschema.validate(data, RESULTS_SCHEMA)
     assert data["extra_data"]["max_score"] == sum(c.points for comp in rubric.components for c in comp.cases) > 0
     assert any(r.case.check in TIMING for r in run.results)
-    assert [t["tags"] for t in data["tests"]] == [[r.case.component, *(["timing"] if r.case.check in TIMING else [])] for r in run.results]
+    assert [t["tags"] for t in data["tests"]] == [[r.case.component, *(["timing"] if r.case.check in TIMING else []), *r.case.tags]
+                                                  for r in run.results]
+    assert any(r.case.tags for r in run.results)
 
 
 # Wheels for setup.sh, kept between runs (and clones) so that a run downloads each pinned wheel once. setup.sh still
@@ -165,7 +168,7 @@ def test_zip_holds_what_grading_needs_and_a_fresh_secret(built_zip, tmp_path):
         infos = {i.filename: i for i in zf.infolist()}
         content = {name: zf.read(name) for name in infos}
     assert {name.split("/")[0] for name in infos} == {*SCRIPTS, "grading.yaml", "secret.txt", "pyproject.toml", "constraints.txt",
-                                                        "autograder", "solutions"}
+                                                        "autograder", "solutions", "autograder_tests"}
     package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py") if "__pycache__" not in p.parts}
     assert package | {"autograder/cases/data/corpus.txt", *(f"autograder/release/gradescope/{s}" for s in SCRIPTS)} <= set(infos)
     assert not [name for name in infos if "__pycache__" in name or name.endswith(".pyc")]
@@ -198,15 +201,21 @@ def test_run_autograder_grades_a_submission(setup, env, rubric, required):
     shutil.rmtree(root / "submission", ignore_errors=True)
     (root / "submission").mkdir()
     shutil.copy(SOLUTIONS / "ngram.py", root / "submission")
+    shutil.copy(SOLUTIONS / "lstm.py", root / "submission")
     (root / "submission" / "backprop.py").write_text("def softmax(x:\n")  # a syntax error; the rest missing
     proc = run_autograder(root / "run_autograder", root, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    data = results_of(root)
+    data = results_of(root)  # checked against Gradescope's schema, its leaderboard too
     assert data["extra_data"]["isolation"]["tier"] == required
-    assert data["score"] == sum(c.points for c in rubric.component("ngram").cases)
     assert data["extra_data"]["max_score"] == sum(c.points for comp in rubric.components for c in comp.cases)
-    assert all(t["status"] == "passed" for t in data["tests"] if t["tags"] == ["ngram"])
+    untimed = [t for t in data["tests"] if t["tags"][0] in ("ngram", "lstm") and "timing" not in t["tags"]]
+    assert all(t["status"] == "passed" for t in untimed) and len(untimed) > len(rubric.component("ngram").cases)
     assert any("SyntaxError" in t["output"] for t in data["tests"] if t["tags"] == ["backprop"])
+    # The correct components rank: the n-gram staff test's perplexity, lstm_forward's speed-up; no other component does.
+    board = {entry["name"]: entry for entry in data["leaderboard"]}
+    assert set(board) == {"held-out perplexity", "LSTM speed-up"}
+    assert board["held-out perplexity"]["order"] == "asc" and board["LSTM speed-up"]["order"] == "desc"
+    assert board["LSTM speed-up"]["value"] > 0 and board["held-out perplexity"]["value"] > 1
 
 
 @pytest.mark.slow

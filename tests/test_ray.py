@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, SOLUTIONS, solutions_with
+from conftest import ROOT, SOLUTIONS, solutions_with, with_staff_tests
 from test_batch import _until_dead, _until_lines, descendants, small_rubric
 
 from autograder.batch.cluster import Shipped
@@ -71,6 +71,7 @@ def timed_rubric(tmp_path: Path, timing_only: bool = False) -> Path:
     lstm["cases"] = [next(k for k in lstm["cases"] if k["check"] == "lstm.step"),
                      {**next(k for k in lstm["cases"] if k["check"] == "lstm.speed"), "params": {"cpu": [4, 8, 16, 16]}}]
     spec["components"]["ngram"]["cases"] = spec["components"]["ngram"]["cases"][:4]  # a part to merge with, at little cost
+    lstm["unittests"] = []  # ngram keeps its staff tests: the nodes must get their files (cluster._stage)
     parts = {"counting": ["ngram"], "recurrent": ["lstm"]}
     if timing_only:
         lstm["cases"] = lstm["cases"][1:]
@@ -80,6 +81,7 @@ def timed_rubric(tmp_path: Path, timing_only: bool = False) -> Path:
     path = tmp_path / "rubric" / "grading.yaml"
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    with_staff_tests(path.parent)
     return path
 
 

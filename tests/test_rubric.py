@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, with_staff_tests
 
 from autograder.rubric import RubricError, load_rubric
 
@@ -14,6 +14,7 @@ def edited_rubric(tmp_path: Path, edit) -> Path:
     data["solutions"] = str(ROOT / "solutions")
     path = tmp_path / "grading.yaml"
     path.write_text(yaml.safe_dump(data))
+    with_staff_tests(tmp_path)
     return path
 
 

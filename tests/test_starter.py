@@ -368,7 +368,7 @@ def _course(tmp_path: Path, handout: str, solution: str):
     (tmp_path / "solutions" / "ngram.py").write_text(solution)
     spec = yaml.safe_load((ROOT / "grading.yaml").read_text())
     spec["parts"] = [{"name": spec["parts"][0]["name"], "components": ["ngram"]}]
-    spec["components"] = {"ngram": spec["components"]["ngram"]}
+    spec["components"] = {"ngram": {**spec["components"]["ngram"], "unittests": []}}
     (tmp_path / "grading.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return load_rubric(tmp_path / "grading.yaml")
 

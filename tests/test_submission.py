@@ -4,7 +4,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, SOLUTIONS, isolation
+from conftest import ROOT, SOLUTIONS, isolation, with_staff_tests
 
 from autograder.rubric import load_rubric
 from autograder.release.notebooks import Handout, render_notebook
@@ -93,6 +93,7 @@ def test_misnamed_files_are_graded_when_the_rubric_accepts_them(tmp_path):
     rubric_file = tmp_path / "grading.yaml"
     rubric_file.write_text((ROOT / "grading.yaml").read_text().replace("accept_misnamed: false", "accept_misnamed: true")
                            .replace("solutions: solutions", f"solutions: {SOLUTIONS}"))
+    with_staff_tests(tmp_path)
     assert load_rubric(rubric_file).accept_misnamed and not load_rubric(ROOT / "grading.yaml").accept_misnamed
     folder = folder_with(tmp_path, {"NGram.py": (SOLUTIONS / "ngram.py").read_bytes(), "rnn.PY": (SOLUTIONS / "rnn.py").read_bytes()})
     sub = open_submission(folder, tmp_path / "out", accept_misnamed=True)

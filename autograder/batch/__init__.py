@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import __version__
 from ..report import results_json, write_results
 from ..rubric import Rubric
-from .gradebook import feedback_md, grades_csv, max_score, points, summary_json, write_atomically
+from .gradebook import feedback_md, grades_csv, leaderboard_csv, leaderboard_rows, max_score, points, summary_json, write_atomically
 from .inputs import ExportError, read_batch
 from .jobs import Jobs, Setup, Task
 from .journal import Journal, grading_key, tree_digest
@@ -73,7 +73,8 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         per_component, per_part = points(rubric, results)
         row = {"id": sid, "content": contents[sid], "key": key, "status": reply["status"], "message": reply.get("message", ""),
                "score": float(results.get("score", 0.0)), "max_score": max_score(rubric), "components": per_component,
-               "parts": per_part, "seconds": round(reply.get("seconds", 0.0), 2), "graded_at": time.time()}
+               "parts": per_part, "leaderboard": results.get("leaderboard", []), "seconds": round(reply.get("seconds", 0.0), 2),
+               "graded_at": time.time()}
         write_atomically(out / "feedback" / f"{sid}.md", feedback_md(sid, row, results))
         journal.record(row)  # last: until this line is on disk, the submission is not done
         finished.append(sid)
@@ -91,6 +92,13 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
         write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": isolation},
                                                             time.monotonic() - started))
+        columns, board = leaderboard_rows(entries, rows)
+        if columns:
+            write_atomically(out / "leaderboard.csv", leaderboard_csv(columns, board))
+    if columns:
+        say(f"leaderboard ({len(board)} ranked; all in {out / 'leaderboard.csv'}):")
+        for line in board[:LEADERS]:
+            say("  " + "  ".join(str(v) for v in line[:2]) + "  " + "  ".join(f"{c}: {v}" for c, v in zip(columns, line[3:]) if v != ""))
     try:
         if finished or not (out / "report.html").exists():  # nothing new: the report stands
             build_report(out, rubric, options.similarity)
@@ -105,6 +113,9 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         if new and new["score"] != old.get("score"):
             say(f"changed: {sid}: {old.get('score', 0):g} -> {new['score']:g} ({new['score'] - old.get('score', 0):+g})")
     return {sid: {**row, "submitters": by_id[sid].submitters} for sid, row in rows.items()}
+
+
+LEADERS = 10  # leaderboard lines printed at the end of a batch
 
 
 def _backend(rubric: Rubric, setup: Setup, options: BatchOptions, cores: int, say):

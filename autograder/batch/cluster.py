@@ -101,6 +101,9 @@ def _stage(rubric: Rubric, folder: Path) -> None:
             shutil.copytree(source, folder / file, ignore=shutil.ignore_patterns("__pycache__"))
         elif source:
             shutil.copyfile(source, folder / file)
+    for file in rubric.staff_files:  # relative to grading.yaml, as the rubric names them
+        (folder / file).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(rubric.path.parent / file, folder / file)
 
 
 class Grader:

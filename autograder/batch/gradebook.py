@@ -71,6 +71,37 @@ def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> s
     return out.getvalue()
 
 
+def leaderboard_rows(entries: list[Entry], rows: dict[str, dict]) -> tuple[list[str], list[list]]:
+    """The batch's leaderboard: its columns (each leaderboard name, in the rubric's order), and one row per submission
+    that ranks anywhere (rank, id, names, a value per column), ranked by the first column in its order (results.json
+    carries a submission's entries only where its answers were right: report.leaderboard)."""
+    boards = {e.id: {b["name"]: b for b in rows[e.id].get("leaderboard", [])} for e in entries if e.id in rows}
+    columns = list(dict.fromkeys(name for board in boards.values() for name in board))
+    if not columns:
+        return [], []
+    first = columns[0]
+    order = next(board[first]["order"] for board in boards.values() if first in board)
+
+    def key(entry: Entry):
+        value = boards[entry.id].get(first, {}).get("value")
+        if not isinstance(value, (int, float)):  # no value, or a text one: after every number
+            return (1, 0.0, entry.id)
+        return (0, -value if order == "desc" else value, entry.id)
+
+    ranked = sorted((e for e in entries if boards.get(e.id)), key=key)
+    table = [[i, e.id, "; ".join(p.name for p in e.submitters), *(boards[e.id].get(c, {}).get("value", "") for c in columns)]
+             for i, e in enumerate(ranked, start=1)]
+    return columns, table
+
+
+def leaderboard_csv(columns: list[str], table: list[list]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["rank", "submission_id", "name", *columns])
+    writer.writerows(table)
+    return out.getvalue()
+
+
 def _number(x: float) -> str:
     return f"{x:.4f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
 

@@ -26,6 +26,7 @@ from ..reference import Reference
 from ..runner import grade
 from ..sandbox.host.tiers import isolation_for
 from ..submission import open_submission
+from ..unittests import StaffTest
 from . import PACKAGE, PROJECT, ReleaseError, package_files, stale_rules
 from .notebooks import Handout, write_notebook
 from .starter import render_starter
@@ -192,6 +193,7 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
         (work / "test_visible.py").write_text(PYTEST_FILE)
         (work / "pytest.ini").write_text("[pytest]\naddopts = -q\ntestpaths = test_visible.py\n")
         _write_rubric(rubric, components, work / "grading.yaml")
+        _write_staff_tests(rubric, components, work)
         summary = _record(rubric, components, work / "grading.yaml", work / EXPECTED, Path(scratch))
         title = components[0].part if part else "all parts"
         listed = "".join(f"| `{f}` | starter code: fill in the bodies marked `raise NotImplementedError` |\n" for f in files)
@@ -220,7 +222,8 @@ def shipped_package(components) -> list[Path]:
     simulators (autograder/oracles/), and of the case modules only those that define the released checks and
     the case modules they import. Nothing that computes a reference result reaches students."""
     cases = PACKAGE / "cases"
-    needed, todo = set(), {CHECKS[c.check].__module__.rsplit(".", 1)[-1] for comp in components for c in _bundle_cases(comp)}
+    needed = set()
+    todo = {CHECKS[c.check].__module__.rsplit(".", 1)[-1] for comp in components for c in _bundle_cases(comp) if not c.unittest}
     while todo:
         name = todo.pop()
         if name not in needed and (cases / f"{name}.py").is_file():  # `from . import check` names no module
@@ -259,8 +262,30 @@ def _component_spec(raw: dict, component) -> dict:
     kept = {c.name: c for c in _bundle_cases(component)}
     if not kept:
         raise BundleError(f"component {component.id} has no visible case to release; make at least one visible")
-    cases = [dict(spec, number=kept[spec["name"]].number) for spec in raw["cases"] if spec["name"] in kept]
-    return dict(raw, cases=cases, not_here=len(component.cases) - len(cases))
+    cases = [dict(spec, number=kept[spec["name"]].number) for spec in raw.get("cases", []) if spec["name"] in kept]
+    return dict(raw, cases=cases, not_here=len(component.cases) - len(kept))
+
+
+def _write_staff_tests(rubric: Rubric, components, work: Path) -> None:
+    """Each staff test file of `components` as the bundle holds it: the hidden tests' lines blank (their code, which
+    may hold their answers, stays home), every other line where it was (a recorded `t.expect` is known by its line),
+    and at the end each visible test given the number it has when graded."""
+    kept = {k.unittest: k.number for c in components for k in _bundle_cases(c) if k.unittest}
+    every = {k.unittest for c in components for k in c.cases if k.unittest}
+    for file in sorted({source.file for source in every}):
+        lines = (rubric.path.parent / file).read_text().splitlines()
+        for cls in (node for node in ast.parse("\n".join(lines)).body if isinstance(node, ast.ClassDef)):
+            hidden = [node for node in cls.body if StaffTest(file, f"{cls.name}.{getattr(node, 'name', '')}") in every - kept.keys()]
+            for node in hidden:
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                lines[first - 1:node.end_lineno] = [""] * (node.end_lineno - first + 1)
+            if hidden and len(hidden) == len(cls.body):  # a class of hidden tests only keeps a body
+                lines[cls.body[0].lineno - 1] = " " * cls.body[0].col_offset + "pass"
+        lines += [f"\n# Written by `autograder release`: the visible tests of {file}, numbered as graded; hidden tests' lines are blank.",
+                  "from gradescope_utils.autograder_utils.decorators import number as _grader_number  # noqa: E402"]
+        lines += [f"{source.test} = _grader_number({number!r})({source.test})" for source, number in kept.items() if source.file == file]
+        (work / file).parent.mkdir(parents=True, exist_ok=True)
+        (work / file).write_text("\n".join(lines) + "\n")
 
 
 def _record(rubric: Rubric, components, rubric_path: Path, path: Path, scratch: Path) -> dict:

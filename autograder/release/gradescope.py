@@ -39,6 +39,7 @@ def release_files(rubric: Rubric) -> dict[str, Path]:
     files |= {"grading.yaml": rubric.path, "pyproject.toml": PROJECT / "pyproject.toml", "constraints.txt": PROJECT / "constraints.txt"}
     # The grader loads reference modules as solutions/<name>.py; nothing else there (verify's mistakes.yaml) grades.
     files |= {(solutions / p.name).as_posix(): p for p in rubric.solutions_dir.glob("*.py")}
+    files |= {name: rubric_dir / name for name in rubric.staff_files}  # at the same place relative to grading.yaml
     return files
 
 
