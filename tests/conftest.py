@@ -4,6 +4,7 @@ import _posixsubprocess
 import dataclasses
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -127,6 +128,13 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in ONE_PROCESS)  # stable: files stay whole
+
+
+def default_sigint() -> None:
+    """Popen's preexec_fn for a command a test interrupts: SIGINT back to its default, as a terminal starts a command,
+    though the tests run as a background job (whose commands inherit SIGINT ignored, so Python would not raise
+    KeyboardInterrupt on it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def with_staff_tests(folder: Path) -> None:

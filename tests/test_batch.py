@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import ROOT, SOLUTIONS, with_staff_tests
+from conftest import ROOT, SOLUTIONS, default_sigint, with_staff_tests
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.batch.gradebook import grades_csv
@@ -165,7 +165,8 @@ def class_export(tmp_path: Path) -> Path:
 
 def grade_all(*args) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "autograder", "grade-all", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=default_sigint)
 
 
 def descendants(pid: int) -> set[int]:

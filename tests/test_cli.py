@@ -9,7 +9,7 @@ import time
 
 import pytest
 from attacks import tier
-from conftest import ROOT, SOLUTIONS, with_staff_tests
+from conftest import ROOT, SOLUTIONS, default_sigint, with_staff_tests
 
 from autograder import __version__
 from autograder.cases import DATA, TIMING
@@ -255,7 +255,8 @@ def test_ctrl_c_ends_with_interrupted_and_no_traceback(tmp_path):
     and no process of the run is left behind."""
     results = tmp_path / "results.json"
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--component", "transformer",
-                             "--results", str(results)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--results", str(results)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 60
     while not _children(proc.pid) and time.monotonic() < deadline:  # a worker is running student code
         time.sleep(0.1)
