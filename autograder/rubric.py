@@ -17,21 +17,11 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from .cases import CHECKS, DATA, TIMING
+from .cases import CHECKS, DATA, FILES, TIMING
 from .sandbox.worker.guard import resolve
 from .timing import Policy
 from .unittests import StaffTest, StaffTestError, collect
 
-# The student API fixes which file holds which component.
-COMPONENT_FILES = {
-    "ngram": "ngram.py",
-    "backprop": "backprop.py",
-    "rnn": "rnn.py",
-    "lstm": "lstm.py",
-    "attention": "attention.py",
-    "causal_mask": "attention.py",
-    "transformer": "transformer.py",
-}
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
 CallName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")]
@@ -128,11 +118,11 @@ class RubricSpec(Strict):
         problems = [] if (self.solutions is None) != (self.expected is None) else ["solutions (the grader) and expected (a student bundle): give exactly one"]
         for cid, comp in self.components.items():
             where = f"components.{cid}"
-            if cid not in COMPONENT_FILES:
-                problems.append(f"{where}: unknown component; expected one of {', '.join(COMPONENT_FILES)}")
+            if cid not in FILES:
+                problems.append(f"{where}: unknown component (no autograder/cases/{cid}.py names its FILE); expected one of {', '.join(sorted(FILES))}")
                 continue
-            if comp.file != COMPONENT_FILES[cid]:
-                problems.append(f"{where}.file: expected {COMPONENT_FILES[cid]!r} (fixed by the student API), got {comp.file!r}")
+            if comp.file != FILES[cid]:
+                problems.append(f"{where}.file: expected {FILES[cid]!r} (fixed by the student API: autograder/cases/{cid}.py), got {comp.file!r}")
             for i, file in enumerate(comp.unittests):
                 if Path(file).is_absolute() or ".." in Path(file).parts or not file.endswith(".py"):
                     problems.append(f"{where}.unittests.{i}: {file!r}; expected a .py file inside the rubric's folder, named relative to it")

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .rubric import COMPONENT_FILES
+from .cases import FILES
 
-API_FILES = frozenset(COMPONENT_FILES.values())
-FILE_ORDER = tuple(dict.fromkeys(COMPONENT_FILES.values()))  # the course's order, for messages
+API_FILES = frozenset(FILES.values())
+FILE_ORDER = tuple(sorted(API_FILES))  # for messages
 
 
 def notebook_name(file: str) -> str:

@@ -16,6 +16,7 @@ SUBJECTS: dict[str, str] = {}  # check -> the part of the student's code it grad
 BUILDS_ON: dict[str, tuple[str, ...]] = {}  # check -> the checks of the parts its cases run too
 DATA: dict[str, tuple[Path, ...]] = {}  # check -> the files it reads (a rubric citing it is refused without them)
 IMPORTS: dict[str, tuple[str, ...]] = {}  # check -> slow imports its own requests cause, done before its component starts
+FILES: dict[str, str] = {}  # component -> the student API's file that holds it: each component's case module says (FILE)
 
 
 def check(check_id: str, timing: bool = False, subject: str | None = None, builds_on: tuple[str, ...] = (),
@@ -43,5 +44,8 @@ def check(check_id: str, timing: bool = False, subject: str | None = None, build
 
 # Importing a case module registers its checks: every module here, so that a new component needs no edit of
 # this file, and a student bundle (which holds only the modules of the parts it releases) loads what it has.
+# A component's module is named for it and names its file; the others (common.py, speed.py) hold shared checks.
 for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+    _loaded = importlib.import_module(f"{__name__}.{_module.name}")
+    if hasattr(_loaded, "FILE"):
+        FILES[_module.name] = _loaded.FILE

@@ -21,6 +21,8 @@ from ..rounding import rounded
 from . import check
 from .common import call_leaving_inputs, tensor, tensors
 
+FILE = "attention.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
 MaskKind = Literal["none", "shared", "padding", "sparse"]
 
 

@@ -14,6 +14,8 @@ from ..judge import type_name
 from ..rounding import exact, rounded
 from . import check
 
+FILE = "backprop.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
 PARAM_KEYS = ("E", "W", "b", "U", "c")
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from . import attention, check
 from .common import tensor
 
+FILE = "attention.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
 
 @check("causal_mask.values")
 def values(t, T: int = 7, device: str | None = None):

@@ -13,6 +13,8 @@ from ..rounding import exact, rounded
 from . import check
 from .common import call_leaving_inputs, tensor, tensors
 
+FILE = "lstm.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
 
 def lstm_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str) -> list[torch.Tensor]:
     """x (B, T, I), h0 (B, H), c0 (B, H), W_ih (4H, I), W_hh (4H, H), b (4H,)."""

@@ -13,6 +13,9 @@ from ..rounding import exact, rounded
 from . import check
 from .common import DTYPES, call_leaving_inputs, tensor, tensors
 
+FILE = "rnn.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
+
 def rnn_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str) -> list[torch.Tensor]:
     """x (B, T, I), h0 (B, H), W_xh (H, I), W_hh (H, H), b_h (H,)."""
     return [tensor(rng, batch, steps, d_in, dtype=dtype, scale=1.0), tensor(rng, batch, hidden, dtype=dtype),

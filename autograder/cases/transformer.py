@@ -18,6 +18,8 @@ from ..sandbox.host.process import StudentRaised
 from . import check
 from .common import DTYPES, call_leaving_inputs, tensor
 
+FILE = "transformer.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
 
 def modules(t, build, dtype: str):
     """(student, reference): `build(namespace)` builds the module from either side's transformer.py; the
