@@ -89,7 +89,7 @@ def test_the_bundle_holds_the_check_code_of_its_parts_and_no_oracle(part1, bundl
     checks (and what they import) do: part 1's bundle holds no attention or LSTM checks, and no bundle the timing ones."""
     for folder, modules in ((part1, {"__init__", "common", "ngram", "backprop"}),
                             (bundle, {"__init__", "common", "ngram", "backprop", "rnn", "lstm", "attention", "causal_mask",
-                                      "transformer", "generation"})):
+                                      "transformer", "generation", "word2vec", "seq2seq"})):
         assert not (folder / "autograder" / "oracles").exists()
         assert {p.stem for p in (folder / "autograder" / "cases").glob("*.py")} == modules
 

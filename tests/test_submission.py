@@ -185,7 +185,7 @@ def test_unreadable_notebook_beside_the_starter_is_named_in_the_failures(rubric,
 
 
 @pytest.mark.parametrize("files, message", [
-    ({}, "nothing in submitted can be graded: expected attention.py, backprop.py, lstm.py, ngram.py, rnn.py or transformer.py, or a "
+    ({}, "nothing in submitted can be graded: expected attention.py, backprop.py, lstm.py, ngram.py, rnn.py, seq2seq.py, transformer.py or word2vec.py, or a "
          "notebook named like one (ngram.ipynb), at the top level or in one folder. It is empty."),
     ({"NGram.py": b"X = 1\n", "notes.txt": b"hi"},
      "at the top level or in one folder. Found:\n  NGram.py: misnamed: probably meant as ngram.py; rename `NGram.py` to `ngram.py` to "

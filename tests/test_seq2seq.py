@@ -1,0 +1,65 @@
+"""The seq2seq component: its plausible bugs (solutions/mistakes.yaml) lose points in their component only, in the
+cases meant to catch them; a correct implementation in another style keeps every point; and the grader's oracles,
+which the hints and the greedy decoding cases rely on, agree with the reference."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import SOLUTIONS, assert_caught_in_component_only, grade_folder, mistakes_of
+
+from autograder.cases.seq2seq import sources, targets
+from autograder.gradients import fill_parameters
+from autograder.reference import Reference
+
+REF = Reference(SOLUTIONS)
+ORACLES = REF.oracles.seq2seq
+ANOTHER_STYLE = Path(__file__).resolve().parent / "alternatives" / "fused_hoisted"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mistake", mistakes_of("seq2seq"))
+def test_seq2seq_mistake_is_caught_in_its_component_only(rubric, mistake):
+    assert_caught_in_component_only(rubric, mistake)
+
+
+@pytest.mark.slow
+def test_a_correct_seq2seq_in_another_style_keeps_every_point(rubric, tmp_path):
+    """einsum and masked_fill attention, a packed encoder (zeros at PAD), a hoisted and fused decoder loop whose
+    output layer runs once after it, and greedy decoding that drops examples as they finish."""
+    run = grade_folder(rubric, ANOTHER_STYLE, tmp_path, component_ids=["seq2seq"])
+    assert run.results and {r.case.component for r in run.results} == {"seq2seq"}
+    assert [f"{r.case.name}: {r.output}" for r in run.results if r.score < r.max_score] == []
+
+
+def random_model(rng, **sizes):
+    sizes = {"src_vocab": 9, "tgt_vocab": 11, "d_emb": 4, "d_hidden": 6} | sizes
+    return fill_parameters(rng, REF.seq2seq.Seq2Seq(**sizes).double())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_oracles_agree_with_the_reference(seed):
+    rng = np.random.default_rng(seed)
+    model, src, tgt = random_model(rng), sources(rng, 5, 7, 9), targets(rng, 5, 6, 11)
+    with torch.no_grad():
+        for got, want in zip(ORACLES.forward(model, src, tgt[:, :-1]), model(src, tgt[:, :-1])):
+            torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+        assert ORACLES.loss(model(src, tgt[:, :-1])[0], tgt) == pytest.approx(REF.seq2seq.seq2seq_loss(model, src, tgt).item(), rel=1e-12)
+    assert ORACLES.greedy(model, src, 9) == REF.seq2seq.greedy_decode(model, src, 9)
+
+
+def test_the_eos_bias_makes_examples_stop_where_the_oracle_says():
+    """stop_at_known_steps reports the lengths the reference's greedy decoding then gives: some examples stop after
+    a few tokens, one at least only at max_len; stopping the whole batch, or never, gives other tokens."""
+    rng, found = np.random.default_rng(0), 0
+    for _ in range(10):
+        model, src = random_model(rng), sources(rng, 5, 6, 9)
+        try:
+            lengths = ORACLES.stop_at_known_steps(model, src, 8)
+        except ValueError:
+            continue
+        found += 1
+        got = REF.seq2seq.greedy_decode(model, src, 8)
+        assert [len(row) for row in got] == lengths and 8 in lengths and any(0 < n < 8 for n in lengths)
+        assert ORACLES.greedy(model, src, 8, stop="batch") != got != ORACLES.greedy(model, src, 8, stop="never")
+    assert found >= 5

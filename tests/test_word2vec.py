@@ -1,0 +1,74 @@
+"""The word2vec cases: the reference agrees with the grader's independent oracles, the grader's planted
+similarity and analogy queries tell every classic mistake from the right answer whatever the seed, every known
+mistake (solutions/mistakes.yaml) loses points in `word2vec` only, in the cases meant to catch it, and correct
+word2vec code in other styles (tests/alternatives) keeps every point under other secrets than test_correct_alternatives's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import SOLUTIONS, assert_caught_in_component_only, isolation, mistakes_of
+
+from autograder.cases import word2vec as cases
+from autograder.oracles import word2vec as oracles
+from autograder.reference import Reference
+from autograder.runner import grade
+from autograder.submission import open_submission
+
+ref = Reference(SOLUTIONS)
+ALTERNATIVES = SOLUTIONS.parent / "tests" / "alternatives"
+SEEDS = range(40)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_reference_agrees_with_the_oracles(seed):
+    rng = np.random.default_rng(seed)
+    sentences = cases.random_sentences(rng, vocab=9) + [[], [3]]
+    for window in (1, 2, 4):
+        np.testing.assert_array_equal(ref.word2vec.skipgram_pairs(sentences, window), oracles.pairs(sentences, window))
+    for score in (1.0, 1000.0):
+        args = cases.sgns_batch(rng, 9, 5, 4, 3, score)
+        loss, dW, dC = oracles.sgns(*args)
+        assert ref.word2vec.sgns_loss(*args) == pytest.approx(loss, rel=1e-12)
+        for got, want in zip(ref.word2vec.sgns_gradients(*args), (dW, dC)):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14)
+    args = cases.sgns_batch(rng, 7, 6, 3, 4)
+    for got, want in zip(ref.word2vec.sgd_step(*args, 0.3), oracles.sgd(*args, 0.3)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("query, topn", [("most_similar", 1), ("most_similar", 5), ("analogy", 1), ("analogy", 3)])
+def test_planted_embeddings_have_the_planted_answer_and_no_mistake_gives_it(query, topn):
+    """The cases' own constructions on many seeds: the reference finds the planted answer, and keeping the query
+    words, ranking by dot product or (for most_similar) least similar first never does."""
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        if query == "most_similar":
+            E, word, planted = cases.neighbour_query(rng, topn, 16, 8)
+            answer = ref.word2vec.most_similar(E, word, topn)
+            wrong = {m: oracles.neighbours(E, word, topn, mistake=m) for m in ("self", "dot", "ascending")}
+        else:
+            E, (a, b, c), planted = cases.analogy_query(rng, topn, 16, 8)
+            answer = ref.word2vec.analogy(E, a, b, c, topn)
+            wrong = {m: oracles.analogies(E, a, b, c, topn, mistake=m) for m in ("keep", "dot", "reversed")}
+        assert answer == planted, (query, seed)
+        assert all(w != planted for w in wrong.values()), (query, seed, wrong)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mistake", mistakes_of("word2vec"))
+def test_mistake_is_caught_in_its_component_only(rubric, mistake):
+    assert_caught_in_component_only(rubric, mistake)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("style", ["float64_internals", "fused_hoisted", "gpt_style"])
+def test_correct_word2vec_in_another_style_keeps_every_point(rubric, style, tmp_path):
+    """Graded on word2vec alone under two more secrets, so that the hidden cases see other inputs."""
+    (tmp_path / "submitted").mkdir()
+    (tmp_path / "submitted" / "word2vec.py").write_text((ALTERNATIVES / style / "word2vec.py").read_text())
+    for secret in ("other-1", "other-2"):
+        submission = open_submission(tmp_path / "submitted", tmp_path / f"graded-{secret}")
+        with isolation(rubric) as entered:
+            run = grade(rubric, submission, secret=secret, isolation=entered, component_ids=["word2vec"])
+        lost = [f"{r.case.name}: {r.output}" for r in run.results if not r.passed or r.score < r.max_score]
+        assert run.results and not lost, "\n".join(lost)
