@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from .cases import CHECKS, DATA, FILES, TIMING
+from .cases import BUILDS_ON, CHECKS, DATA, FILES, SUBJECTS, TIMING
 from .sandbox.worker.guard import resolve
 from .timing import Policy
 from .unittests import StaffTest, StaffTestError, collect
@@ -163,6 +163,9 @@ def _case_problems(where: str, component: str, case: CaseSpec) -> list[str]:
         return [f"{where}.check: unknown check {case.check!r}; known for {component}: {known or 'none'}"]
     if not case.check.startswith(component + "."):
         return [f"{where}.check: {case.check!r} belongs to another component than {component!r}"]
+    nameless = [c for c in BUILDS_ON.get(case.check, ()) if c not in SUBJECTS]
+    if nameless:  # a failure of this case names the part it builds on by its subject (runner._causes_first)
+        return [f"{where}.check: {case.check} builds on {', '.join(nameless)}, registered without subject=; give each a subject"]
     accepted = list(inspect.signature(fn).parameters)[1:]
     unknown = [name for name in case.params if name not in accepted]
     if unknown:

@@ -16,6 +16,7 @@ from autograder.cases import DATA, TIMING
 from autograder.rubric import RubricError, load_rubric
 from autograder.release import RULES_BEGIN
 from autograder.sandbox.host.tiers import ORDER
+from autograder.submission import FILE_ORDER
 
 
 def autograder(*args, cwd=ROOT):
@@ -288,7 +289,7 @@ def test_grade_of_an_empty_folder_is_one_message_and_no_points(tmp_path):
     (tmp_path / "empty").mkdir()
     results = tmp_path / "results.json"
     proc = autograder("grade", str(tmp_path / "empty"), "--results", str(results))
-    message = ("nothing in empty can be graded: expected attention.py, backprop.py, lstm.py, ngram.py, rnn.py, seq2seq.py, transformer.py or word2vec.py, or "
+    message = (f"nothing in empty can be graded: expected {', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or "
                "a notebook named like one (ngram.ipynb), at the top level or in one folder. It is empty.")
     assert proc.returncode == 2 and not proc.stdout and proc.stderr.splitlines()[-1] == f"error: {message}"
     assert "isolation:" not in proc.stderr  # refused before the tier is probed

@@ -5,6 +5,7 @@ import pytest
 import yaml
 from conftest import ROOT, with_staff_tests
 
+from autograder.cases import BUILDS_ON
 from autograder.rubric import RubricError, load_rubric
 
 
@@ -61,3 +62,10 @@ def test_defaults_are_resolved_per_case(rubric):
     case = rubric.component("ngram").cases[0]
     assert (case.timeout, case.visibility, case.number) == (10.0, "visible", "1.1")
     assert any(c.visibility == "hidden" for c in rubric.component("ngram").cases)
+
+
+def test_a_check_building_on_a_check_without_a_subject_is_refused(tmp_path, monkeypatch):
+    """A failed case names the part it builds on by that check's subject: without one, grading would crash there."""
+    monkeypatch.setitem(BUILDS_ON, "ngram.padding", ("ngram.counts",))
+    with pytest.raises(RubricError, match="ngram.padding builds on ngram.counts, registered without subject="):
+        load_rubric(edited_rubric(tmp_path, lambda d: None))

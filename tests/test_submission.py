@@ -9,7 +9,7 @@ from conftest import ROOT, SOLUTIONS, isolation, with_staff_tests
 from autograder.rubric import load_rubric
 from autograder.release.notebooks import Handout, render_notebook
 from autograder.runner import grade
-from autograder.submission import MAX_FILE_BYTES, SubmissionError, open_submission, untouched_starter
+from autograder.submission import FILE_ORDER, MAX_FILE_BYTES, SubmissionError, open_submission, untouched_starter
 
 
 def test_folder_zip_nested_and_single_file(tmp_path):
@@ -185,7 +185,7 @@ def test_unreadable_notebook_beside_the_starter_is_named_in_the_failures(rubric,
 
 
 @pytest.mark.parametrize("files, message", [
-    ({}, "nothing in submitted can be graded: expected attention.py, backprop.py, lstm.py, ngram.py, rnn.py, seq2seq.py, transformer.py or word2vec.py, or a "
+    ({}, f"nothing in submitted can be graded: expected {', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or a "
          "notebook named like one (ngram.ipynb), at the top level or in one folder. It is empty."),
     ({"NGram.py": b"X = 1\n", "notes.txt": b"hi"},
      "at the top level or in one folder. Found:\n  NGram.py: misnamed: probably meant as ngram.py; rename `NGram.py` to `ngram.py` to "
