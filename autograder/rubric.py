@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from .cases import BUILDS_ON, CHECKS, DATA, FILES, SUBJECTS, TIMING
 from .sandbox.worker.guard import resolve
 from .timing import Policy
-from .unittests import StaffTest, StaffTestError, collect
+from .unittests import VISIBILITIES, StaffTest, StaffTestError, collect
 
-Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+Visibility = Literal[VISIBILITIES]  # Gradescope's
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
 CallName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")]
 Positive = Annotated[float, Field(gt=0)]

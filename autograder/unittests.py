@@ -27,7 +27,7 @@ from .expected import Diverged
 from .judge import CaseFailed
 from .outcome import Ended
 
-VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")  # Gradescope's; the rubric's too
 
 
 class TestCase(unittest.TestCase):

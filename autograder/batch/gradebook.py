@@ -72,7 +72,7 @@ def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> s
 
 
 def leaderboard_rows(entries: list[Entry], rows: dict[str, dict]) -> tuple[list[str], list[list]]:
-    """The batch's leaderboard: its columns (each leaderboard name, in the rubric's order), and one row per submission
+    """The batch's leaderboard: its columns (each leaderboard name, in the order first met), and one row per submission
     that ranks anywhere (rank, id, names, a value per column), ranked by the first column in its order (results.json
     carries a submission's entries only where its answers were right: report.leaderboard)."""
     boards = {e.id: {b["name"]: b for b in rows[e.id].get("leaderboard", [])} for e in entries if e.id in rows}
