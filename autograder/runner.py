@@ -33,7 +33,7 @@ from .outcome import INTERNAL_ERROR, PASSED, Ended, Outcome
 from .reference import Reference
 from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
-from .sandbox.host.process import Deadline, Limits, StudentRaised, forkable, start_template
+from .sandbox.host.process import Deadline, Limits, StudentRaised, forkable, start_template, template_modules
 from .sandbox.host.proxy import Slot
 from .sandbox.host.template import Template
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
@@ -147,7 +147,7 @@ def grade(
     speed = Speed(rubric.timing, reference, isolation.tier)
     # A lane grades a share of a component at a time, in a worker of its own. The cases that need imports of their own
     # (cases.IMPORTS: training imports torch._dynamo, a second) are a share apart from the rest of their component, so
-    # that the import and those heavy cases run on one lane while the rest of the component is graded on the other.
+    # that those heavy cases run on one lane while the rest of the component is graded on the other.
     shares = [(i, part) for i, (_, cases) in enumerate(todo) for part in _shares(cases)]
     floor = Floor(machine)
     report = _InOrder(run, on_result, [sum(i == j for j, _ in shares) for i in range(len(todo))],
@@ -164,11 +164,12 @@ def grade(
     timing = [pos for pos, s in enumerate(order) if any(k.check in TIMING for k in shares[s][1])]
     if timing:
         order.insert(timing[1] if len(timing) > 1 else len(order), None)
-    # The submission's workers fork from one template (sandbox/host/template.py) that imports torch while the grader
-    # plans. It starts on this thread: a parent-death signal follows the thread that started the process, and the
-    # lanes' threads end before grading does.
-    forks = any(c.file in submission.files and forkable(c.forbidden_modules) for c, cases in todo if cases)
-    template = start_template(isolation.tier) if forks else None
+    # The submission's workers fork from one template (sandbox/host/template.py) that imports torch, and what the
+    # cases' own requests import (cases.IMPORTS), while the grader plans. It starts on this thread: a parent-death
+    # signal follows the thread that started the process, and the lanes' threads end before grading does.
+    modules = template_modules(_imports([k for _, cases in todo for k in cases]))
+    forks = any(c.file in submission.files and forkable(c.forbidden_modules, modules) for c, cases in todo if cases)
+    template = start_template(isolation.tier, modules) if forks else None
     pipeline = _Pipeline(order, floor, isolation.tier, reference,
                          lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
 

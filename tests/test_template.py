@@ -11,7 +11,7 @@ import time
 import pytest
 from attacks import SOLUTIONS, tier
 
-from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, WorkerDied, forkable, start_template
+from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, WorkerDied, forkable, start_template, template_modules
 from autograder.sandbox.host.proxy import Slot, StudentRaised
 from autograder.sandbox.host.tiers import Tier
 
@@ -166,8 +166,10 @@ def test_without_its_template_a_worker_starts_from_nothing():
 
 
 def test_a_component_that_forbids_torch_is_not_forked():
-    """The template has imported numpy and torch: a worker that must not hold one is started without them."""
+    """The template has imported numpy, torch and what torch imports on a first backward: a worker that must not
+    hold one of them is started without them."""
     assert not forkable(["torch", "jax"]) and not forkable(["numpy.linalg"]) and forkable(["jax"])
+    assert not forkable(["torch.fx"]) and not forkable(["torch._dynamo"], template_modules(("torch._dynamo",)))
     template = start_template(tier())
     slot = Slot(SOLUTIONS, ["torch"], [], Limits(), tier(), template=template)
     try:

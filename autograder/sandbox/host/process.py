@@ -35,6 +35,8 @@ WORKER_SIDE = Path(__file__).parents[1] / "worker"
 WORKER_FILES = ("worker.py", "guard.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
 PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a template (or a worker started ahead) pays it early
+# What torch imports on a process's first backward, 0.3 s: a template imports it once for all the workers it forks.
+FIRST_BACKWARD = ("torch.fx.experimental.symbolic_shapes",)
 # Fixed malloc thresholds: glibc otherwise moves them with each process's history, so two workers
 # running the same code could differ 2x in page faults (measured on attention's 8 MB score matrices).
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
@@ -124,19 +126,29 @@ def worker_env() -> dict[str, str]:
 
 def preloaded(forbidden_modules: list[str], imports: tuple[str, ...] = ()) -> list[str]:
     """What a worker imports before student code, so that no case pays for it: PRELOAD and what the cases' own
-    requests import (cases.IMPORTS), less any module a forbidden one is, holds or sits in (a module already loaded
-    would be handed out without the import guard)."""
-    return [m for m in PRELOAD + imports if not any(f == m or f.startswith(m + ".") or m.startswith(f + ".") for f in forbidden_modules)]
+    requests import (cases.IMPORTS), less any module that clashes with a forbidden one."""
+    return [m for m in dict.fromkeys(PRELOAD + imports) if not _clashes(m, forbidden_modules)]
 
 
-def start_template(tier: Tier) -> Template:
-    """A template (template.py) for the workers of one submission: it imports PRELOAD, started now."""
-    return Template(tier, PRELOAD, WORKER_SIDE, (*WORKER_FILES, "template.py"), worker_env())
+def _clashes(module: str, forbidden_modules: list[str]) -> bool:
+    """Whether `module` is, holds or sits in a forbidden one (a module already loaded would be handed out without
+    the import guard)."""
+    return any(f == module or f.startswith(module + ".") or module.startswith(f + ".") for f in forbidden_modules)
 
 
-def forkable(forbidden_modules: list[str]) -> bool:
-    """Whether a worker that forbids these modules may be forked from a template, which has imported PRELOAD."""
-    return preloaded(forbidden_modules) == list(PRELOAD)
+def template_modules(imports: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What a template imports for the workers it forks: PRELOAD, FIRST_BACKWARD and the cases' own imports."""
+    return tuple(dict.fromkeys(PRELOAD + FIRST_BACKWARD + imports))
+
+
+def start_template(tier: Tier, modules: tuple[str, ...] = template_modules()) -> Template:
+    """A template (template.py) for the workers of one submission that imports `modules`, started now."""
+    return Template(tier, modules, WORKER_SIDE, (*WORKER_FILES, "template.py"), worker_env())
+
+
+def forkable(forbidden_modules: list[str], modules: tuple[str, ...] = template_modules()) -> bool:
+    """Whether a worker that forbids these modules may be forked from a template that has imported `modules`."""
+    return not any(_clashes(m, forbidden_modules) for m in modules)
 
 
 class Worker:
@@ -146,7 +158,7 @@ class Worker:
     def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
                  imports: tuple[str, ...] = (), template: Template | None = None):
         self.limits = limits
-        template = template if template and not template.gone and forkable(forbidden_modules) else None
+        template = template if template and not template.gone and forkable(forbidden_modules, template.modules) else None
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-", dir=template.root if template else None))
         workdir = self.scratch / "submission"
         shutil.copytree(submission_dir, workdir)

@@ -2,7 +2,8 @@
 numpy and torch once, inside the tier's walls, and forks the submission's workers from there.
 
 Every worker of a submission used to import torch itself (about a second of CPU each, eight times a grade, more
-when cases restart crashed workers); a fork of the template costs milliseconds. The template is trusted: no
+when cases restart crashed workers); a fork of the template costs milliseconds. So does what torch imports on first
+use (the first backward, an optimiser's first construction), which the template imports too (process.py). The template is trusted: no
 student code ever runs in it, and it never holds anything a student may not see (no solutions, secret or
 expected value): what a forked worker inherits is numpy, torch and the worker's own code. Workers forked from
 it share its mounts and PID namespace (bubblewrap), so one template serves one submission only. A component that
@@ -37,6 +38,7 @@ class Template:
 
     def __init__(self, tier: Tier, modules: tuple[str, ...], worker_side: Path, files: tuple[str, ...], env: dict):
         # Workers' scratch folders are made in here, each its uid's alone; the folder itself only lets them through.
+        self.modules = modules
         self.root = Path(tempfile.mkdtemp(prefix="autograder-worker-template-"))
         os.chmod(self.root, 0o711)
         runtime = self.root / "runtime"
