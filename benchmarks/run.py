@@ -49,7 +49,7 @@ from autograder.cases import TIMING
 from autograder.outcome import Ended
 from autograder.rubric import Rubric, load_rubric
 from autograder.reference import Reference
-from autograder.runner import GradeRun, grade
+from autograder.runner import LANES, GradeRun, grade
 from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, Worker, start_template
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.template import Template
@@ -440,11 +440,12 @@ def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop:
     cli = [sys.executable, "-m", "autograder"]
     result = {"size": size, "jobs": jobs, "seconds": {}, "timing": {}, "statuses": {}}
     if loop:
-        started = time.monotonic()
+        started, busy = time.monotonic(), _busy_cpu()
         for sub in sorted(folder.iterdir()):
             subprocess.run([*cli, "grade", str(sub), "--secret-file", str(secret), "-q", "--results", str(scratch / "one.json")],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         result["one_by_one"] = time.monotonic() - started
+        result["busy"] = {"loop": _busy_cpu() - busy}
     rows = {}
     for backend in ("local", "again", "ray"):
         if backend == "ray" and importlib.util.find_spec("ray") is None:
@@ -453,9 +454,12 @@ def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop:
         out = scratch / ("ray" if backend == "ray" else "local")
         command = [*cli, "grade-all", str(folder), "--out", str(out), "--secret-file", str(secret), "-q",
                    "--backend", "ray" if backend == "ray" else "local", *(["--jobs", str(jobs)] if jobs else [])]
-        started = time.monotonic()
+        started, busy = time.monotonic(), _busy_cpu()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         result["seconds"][backend] = time.monotonic() - started
+        if backend == "local":  # how busy it kept the machine, and how long its timing cases ran alone (bound())
+            result.setdefault("busy", {})["local"] = _busy_cpu() - busy
+            result["alone"] = timing_seconds(out)
         if backend != "again":
             graded = list(csv.DictReader(open(out / "grades.csv")))
             rows[backend] = {row["submission_id"]: {"status": row["status"], "score": row["score"],
@@ -475,6 +479,12 @@ def untimed_points(out: Path, sid: str) -> list:
     """The points of each case of a batch's submission but its timing cases."""
     tests = json.loads((out / "results" / sid / "results.json").read_text()).get("tests", [])
     return [(t.get("number"), t["score"]) for t in tests if "timing" not in t.get("tags", [])]
+
+
+def timing_seconds(out: Path) -> float:
+    """Seconds a batch's timing cases ran, each alone on the machine, over all its submissions."""
+    return sum(t["extra_data"].get("seconds", 0.0) for f in (out / "results").glob("*/results.json")
+               for t in json.loads(f.read_text()).get("tests", []) if "timing" in t.get("tags", []))
 
 
 def correct_timing(folder: Path, out: Path) -> list[dict]:
@@ -526,7 +536,23 @@ def class_parts(result: dict) -> list[str]:
                        f"batch's time; {agreement(result)}")
     else:
         reading.append("Ray was not measured: the `ray` extra is not installed")
-    return [table(["", "seconds"], rows), "; ".join(reading) + "."]
+    return [table(["", "seconds"], rows), "; ".join(reading) + "."] + ([bound(result)] if "alone" in result else [])
+
+
+def bound(result: dict) -> str:
+    """How fast any schedule could grade the local batch's work with each timing case alone on the machine: the
+    timing cases' seconds (one core busy, the others waiting) plus the rest of its busy core-seconds over every core."""
+    cores, alone, busy = len(os.sched_getaffinity(0)), result["alone"], result["busy"]["local"]
+    floor = alone + max(0.0, busy - alone) / cores
+    text = (f"Where the time goes: the local batch kept the machine busy {busy:.0f} core-seconds, {alone:.0f} of them in "
+            f"timing cases, which run alone while the other cores wait. Any schedule that keeps timing cases alone needs "
+            f"at least {alone:.0f} + ({busy:.0f} - {alone:.0f}) / {cores} = {floor:.0f} s for this work")
+    if "one_by_one" not in result:
+        return text + f"; the batch took {result['seconds']['local'] / floor:.2f}x that."
+    return (text + f", {floor / result['one_by_one']:.2f} of the loop's time, and the batch took "
+            f"{result['seconds']['local'] / floor:.2f}x that. The loop kept the machine busy {result['busy']['loop']:.0f} "
+            f"core-seconds: each `grade` already grades on {min(cores, LANES)} lanes, so what the batch saves is the work "
+            "each `grade` repeats (its start, its reference's worker) and the cores a lone `grade` leaves idle.")
 
 
 def agreement(result: dict) -> str:
