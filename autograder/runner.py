@@ -35,7 +35,7 @@ from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
 from .sandbox.host.process import Deadline, Limits, StudentRaised, forkable, start_template, template_modules
 from .sandbox.host.proxy import Slot
-from .sandbox.host.template import Template
+from .sandbox.host.template import Template, TemplateGone
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
 from .submission import Submission
 from .timing import Speed, Verdict, reference_slot
@@ -165,8 +165,8 @@ def grade(
     if timing:
         order.insert(timing[1] if len(timing) > 1 else len(order), None)
     # The submission's workers fork from one template (sandbox/host/template.py) that imports torch, and what the
-    # cases' own requests import (cases.IMPORTS), while the grader plans. It starts on this thread: a parent-death
-    # signal follows the thread that started the process, and the lanes' threads end before grading does.
+    # cases' own requests import (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a
+    # parent-death signal follows the thread that started the process, and the lanes' threads end before grading does.
     modules = template_modules(_imports([k for _, cases in todo for k in cases]))
     forks = any(c.file in submission.files and forkable(c.forbidden_modules, modules) for c, cases in todo if cases)
     template = start_template(isolation.tier, modules) if forks else None
@@ -178,8 +178,9 @@ def grade(
             report.add(shares[s][0], plan,
                        _grade_share(plan, expected, secret, rubric, run.isolation["held"], floor, speed, pipeline.cancelled))
 
-    with _one_thread(), ThreadPoolExecutor(max_workers=2 * count, thread_name_prefix="grade") as pool:
+    with _one_thread(), ThreadPoolExecutor(max_workers=2 * count + 1, thread_name_prefix="grade") as pool:
         threads = [pool.submit(pipeline.start_next) for _ in range(count)] + [pool.submit(lane) for _ in range(count)]
+        threads += [pool.submit(_imported, template, floor)] if template else []
         try:
             for thread in wait(threads, return_when=FIRST_EXCEPTION).done:
                 thread.result()  # the first failure, if any, raised here
@@ -512,6 +513,12 @@ def reference_worker(rubric: Rubric, tier: Tier, timed: list[Case] | None = None
 def _limits(cases: list[Case], rubric: Rubric) -> Limits:
     """A worker's limits for these cases: their time limits and a minute in CPU seconds, the rubric's memory."""
     return Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
+
+
+def _imported(template: Template, floor: Floor) -> None:
+    """The template's imports, a start like any worker's: never while a timing case runs, in a batch any job's."""
+    with floor.shared(), contextlib.suppress(TemplateGone):
+        template.ready()
 
 
 def _start_quietly(slot: Slot) -> None:

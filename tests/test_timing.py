@@ -21,7 +21,9 @@ import yaml
 from attacks import processes_with, tier
 from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
+from autograder.batch.jobs import kept_started
 from autograder.rubric import RubricError, load_rubric
+from autograder.runner import Floor, reference_worker
 from autograder.judge import CaseFailed
 from autograder.report import results_json
 from autograder.sandbox.host import reaper
@@ -532,5 +534,28 @@ def test_a_kept_reference_worker_is_renewed_before_half_its_cpu_limit():
         renew(reference)
         assert reference.worker is None  # past half: stopped, and started afresh on first use
         assert proxy.math.sqrt(9.0) == 3.0 and reference.worker is not first
+    finally:
+        reference.stop()
+
+
+@pytest.mark.slow
+def test_a_jobs_reference_worker_outlives_each_grade(rubric, tmp_path):
+    """A batch job keeps one reference worker for all its submissions. A worker dies with the thread that started it
+    (bubblewrap's --die-with-parent) and a grade's threads end with the grade: started by a grade, it died with each
+    one and started again inside the next submission's first timing case, its second of imports in the time that
+    case holds the machine alone. Started as the job starts it (jobs.kept_started), one worker serves every grade."""
+    timed = timing_rubric(rubric, "lstm", LSTM_SPEED)
+    reference = reference_worker(timed, tier())
+    floor = Floor(tmp_path / "timing.lock")
+    try:
+        seen = []
+        for k in range(2):
+            kept_started(reference, floor)
+            seen.append(reference.worker)
+            (result,) = grade_folder(timed, SOLUTIONS, tmp_path / str(k), tier(), reference=reference, lanes=1,
+                                     machine=tmp_path / "timing.lock").results
+            assert result.passed
+        proxy = reference.proxy(Deadline.after(60))
+        assert proxy.math.sqrt(4.0) == 2.0 and reference.worker is seen[0] is seen[1]
     finally:
         reference.stop()

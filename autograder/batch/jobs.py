@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+from ..outcome import Ended
 from ..report import failure_json
 from ..rubric import Rubric
-from ..runner import grade, reference_worker
+from ..runner import Floor, grade, reference_worker
 from ..sandbox.host import reaper
+from ..sandbox.host.proxy import Slot
 from ..sandbox.host.tiers import STUDENT_IDS, isolation_for
 from ..submission import SubmissionError, open_submission
 from ..timing import renew
@@ -68,12 +70,23 @@ def job_main(conn: Connection, setup: Setup) -> None:
         return
     conn.send({"ready": isolation.record(), "uids": [isolation.tier.with_id(k).student_id for k in range(STUDENT_IDS)]})
     reference = reference_worker(rubric, isolation.tier)  # one for the job's submissions: a start saved on each
+    floor = Floor(setup.timing_lock)
     try:
         while (task := conn.recv()) is not None:
-            renew(reference)
+            if task.timing is not False:
+                kept_started(reference, floor)
             conn.send(_grade_one(rubric, isolation, setup, task, reference))
     finally:
         reference.stop()
+
+
+def kept_started(reference: Slot, floor: Floor) -> None:
+    """The job's reference worker, renewed if due (timing.renew) and started on this thread, not by a grade: a worker
+    dies with the thread that started it (bubblewrap's --die-with-parent), and a grade's threads end with it. Started
+    as any start is, never while another job times."""
+    renew(reference)
+    with floor.shared(), contextlib.suppress(Ended):
+        reference.start()
 
 
 def _grade_one(rubric, isolation, setup: Setup, task: Task, reference) -> dict:

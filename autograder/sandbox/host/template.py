@@ -34,7 +34,8 @@ class TemplateGone(Exception):
 
 
 class Template:
-    """A running template, started at once (it imports while the grader plans); `fork` waits for it to be ready."""
+    """A template process, started at once; `ready` (or the first `fork`) has it import and waits for it, so that the
+    grader can hold its imports, as any start, to a time when no timing case runs (runner.Floor)."""
 
     def __init__(self, tier: Tier, modules: tuple[str, ...], worker_side: Path, files: tuple[str, ...], env: dict):
         # Workers' scratch folders are made in here, each its uid's alone; the folder itself only lets them through.
@@ -55,7 +56,7 @@ class Template:
         self.lock = threading.Lock()  # one request and its reply at a time
         self.pid: int | None = None  # its own pid as its workers see it, once it is ready
         self.gone = False
-        self._send({"preload": list(modules), "parent": None if tier.bwrap else os.getpid()})
+        self.hello = {"preload": list(modules), "parent": None if tier.bwrap else os.getpid()}
 
     def fork(self, workdir: Path, request_read: int, reply_write: int) -> tuple[int, int]:
         """A worker serving these pipes from `workdir`: (its pid as the template sees it, its pid here)."""
@@ -89,9 +90,14 @@ class Template:
         reaper.stop(self.proc)
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def ready(self) -> None:
+        """Have the template import, and wait until it has (TemplateGone if it cannot)."""
+        with self.lock:
+            self._ready()
+
     def _ready(self) -> None:
         if self.pid is None and not self.gone:
-            reply, _ = self._receive()
+            reply, _ = self._ask(self.hello, [])
             if type(reply.get("pid")) is not int:
                 raise self._lost()
             self.pid = reply["pid"]
