@@ -2,10 +2,10 @@
 numpy and torch once, inside the tier's walls, and forks the submission's workers from there.
 
 Every worker of a submission used to import torch itself (about a second of CPU each, eight times a grade, more
-when cases restart crashed workers); a fork of the template costs milliseconds. So does what torch imports on first
-use (the first backward, an optimiser's first construction), which the template imports too (process.py). The template is trusted: no
-student code ever runs in it, and it never holds anything a student may not see (no solutions, secret or
-expected value): what a forked worker inherits is numpy, torch and the worker's own code. Workers forked from
+when cases restart crashed workers); a fork of the template costs milliseconds. It also imports what torch imports
+on first use (a first backward, an optimiser's first construction: process.template_modules). The template is
+trusted: no student code ever runs in it, and it never holds anything a student may not see (no solutions, secret
+or expected value): what a forked worker inherits is numpy, torch and the worker's own code. Workers forked from
 it share its mounts and PID namespace (bubblewrap), so one template serves one submission only. A component that
 forbids numpy or torch gets a worker started from nothing instead (process.py), as does every worker once the
 template is gone.
