@@ -673,9 +673,9 @@ def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, roo
     return CaseResult(case, outcome, time.monotonic() - started, counted, shown, proxy.printed.more if case.visible else 0)
 
 
-def _outcome(check: Callable[[], Verdict | None]) -> Outcome:
-    """Call a check: it returns (a timing verdict, or nothing), an Ended says how it ended, and anything else is
-    the grader's own bug, which must not stop the run and must never pass."""
+def _outcome(check: Callable[[], Verdict | Outcome | None]) -> Outcome:
+    """Call a check: it returns (a timing verdict, a staff test's passed Outcome, or nothing), an Ended says how it
+    ended, and anything else is the grader's own bug, which must not stop the run and must never pass."""
     try:
         verdict = check()
     except Ended as exc:

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from .expected import Diverged
 from .judge import CaseFailed
-from .outcome import Ended
+from .outcome import Outcome
+from .sandbox.host.process import CallTimeout
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")  # Gradescope's; the rubric's too
 
@@ -40,10 +41,6 @@ class TestCase(unittest.TestCase):
 
 class StaffTestError(Exception):
     """A staff test file cannot be used; the message names the file and the test."""
-
-
-class _TookTooLong(Ended):
-    kind = "timeout"
 
 
 @dataclass(frozen=True)
@@ -105,17 +102,9 @@ def _collected(cls, method: str, source: StaffTest) -> Collected:
                      (column, order) if column is not None else None, getattr(fn, "__hide_errors__", None))
 
 
-@dataclass(frozen=True)
-class Credit:
-    """A staff test's result when it returned: the share of its points, and its leaderboard value."""
-
-    fraction: float
-    message: str
-    extra: dict
-
-
-def run(root: Path, case, t) -> Credit:
-    """`case`'s staff test (case.unittest, in the rubric's folder `root`) as a check of the Trial `t`."""
+def run(root: Path, case, t) -> Outcome:
+    """`case`'s staff test (case.unittest, in the rubric's folder `root`) as a check of the Trial `t`: when it returns,
+    a passed Outcome worth `set_score`'s share of the points, with its leaderboard value."""
     cls_name, method = case.unittest.test.split(".")
     cls = getattr(_module(root / case.unittest.file), cls_name)
     fn = getattr(cls, method)
@@ -138,11 +127,11 @@ def run(root: Path, case, t) -> Credit:
         raise
     deadline = t.student.deadline
     if time.monotonic() > deadline.at:
-        raise _TookTooLong(f"The case took longer than its {deadline.seconds:g} s.")
+        raise CallTimeout(deadline.seconds)
     return _credit(case, vars(fn))
 
 
-def _credit(case, kept: dict) -> Credit:
+def _credit(case, kept: dict) -> Outcome:
     score, extra = kept.get("__score__"), {}
     if case.points and score is not None:
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= case.points:
@@ -154,7 +143,7 @@ def _credit(case, kept: dict) -> Credit:
             raise ValueError(f"{case.unittest.test}: set_leaderboard_value({value!r}); expected a number or a string")
         extra["leaderboard_value"] = value
     message = "Passed." if fraction == 1 else f"Passed, for {fraction:.0%} of the points."
-    return Credit(fraction, message, extra)
+    return Outcome("passed", message, fraction, extra)
 
 
 _MODULES: dict[tuple, object] = {}
