@@ -75,12 +75,12 @@ def test_visible_case(case, results):
     print(feedback(outcome))  # what your code printed, with `pytest -rP`
 '''
 
-RAY_ONLY = "# Only the ray extra"  # constraints.txt: the pins from this line on serve only grade-all --backend ray
+STAFF_ONLY = "# Only the staff's tools"  # constraints.txt: the pins from this line on serve only staff (Ray, hypothesis)
 
 
 def grading_pins(constraints: Path) -> list[str]:
-    """The pins of constraints.txt that grading needs: those of the ray extra left out (Ray is some 80 MB)."""
-    lines = constraints.read_text().split(RAY_ONLY)[0].splitlines()
+    """The pins of constraints.txt that grading needs: the staff's tools left out (Ray alone is some 80 MB)."""
+    lines = constraints.read_text().split(STAFF_ONLY)[0].splitlines()
     return [line for line in lines if line and not line.startswith("#")]
 
 
