@@ -19,6 +19,7 @@ import numpy as np
 from .outcome import Ended
 from .rounding import Rounded
 from .sandbox.host.proxy import Remote
+from .sandbox.worker.wire import Handle
 
 Candidates = Mapping[str, Callable[[], object]]  # a likely mistake -> its wrong answer, computed only when asked
 LOW_PRECISION = ("float16", "bfloat16", "float32")
@@ -30,9 +31,14 @@ class CaseFailed(Ended):
     kind = "wrong"
 
 
+KEPT = ("The grader reads back plain values only (exact built-in types, numpy numbers and strings, arrays and tensors of "
+        "numbers), as an object of another class could compare equal to anything")
+
+
 def type_name(value) -> str:
-    if isinstance(value, Remote):
-        return f"an object that cannot be sent back as data ({value!r})"
+    kept = _kept_name(value)
+    if kept is not None:
+        return f"an object that cannot be sent back as data: a {kept}. {KEPT}"
     if isinstance(value, np.ndarray):
         return f"a numpy array of shape {value.shape} and dtype {value.dtype}"
     if _is_tensor(value):
@@ -47,12 +53,21 @@ def _is_tensor(value) -> bool:
     return type(value) is torch.Tensor
 
 
+def _kept_name(value) -> str | None:
+    """The worker's name for an object it kept (a Remote when it is the whole answer, a Handle inside one)."""
+    if isinstance(value, Remote):
+        value = value._expr.base if not value._expr.attrs else None
+    return value.type_name if isinstance(value, Handle) else None
+
+
 def as_number(got, what: str) -> float:
-    """Accept a Python or NumPy real number (or a 0-d array); anything else fails."""
-    if type(got) in (int, float) or (isinstance(got, np.generic) and np.isrealobj(got) and got.dtype.kind in "iuf"):
+    """A real number: an int or a float (numpy scalars arrive as these), or a 0-d array or tensor of one."""
+    if type(got) in (int, float):
         return float(got)
-    if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iuf":
+    if type(got) is np.ndarray and got.shape == () and got.dtype.kind in "iuf":
         return float(got)
+    if _is_tensor(got) and got.dim() == 0 and not got.is_complex() and _dtype_name(got) != "bool":
+        return float(got.detach())
     raise CaseFailed(f"{what}: expected a real number, got {type_name(got)}.")
 
 
@@ -200,6 +215,9 @@ def _index(idx) -> str:
 
 def expect_equal(got, want, what: str, *, visible: bool, hints: Candidates | None = None) -> None:
     """Exact comparison for counts, token lists, vocabularies (a list and a tuple compare equal)."""
+    kept = _first_kept(got)
+    if kept is not None:
+        raise CaseFailed(f"{what}: expected a {_kind(want)}, got {'' if kept is got else f'a {type(got).__name__} holding '}{type_name(kept)}.")
     for kind in (Mapping, (list, tuple), (set, frozenset)):
         if isinstance(want, kind) and not isinstance(got, kind):
             raise CaseFailed(f"{what}: expected a {type(want).__name__}, got {type_name(got)}.")
@@ -212,6 +230,23 @@ def expect_equal(got, want, what: str, *, visible: bool, hints: Candidates | Non
     else:
         detail = "the result differs from the reference"
     raise CaseFailed(f"{what}: {detail}." + _likely(got, hints, None))
+
+
+def _first_kept(value):
+    """The first object the worker kept rather than sent, anywhere in `value`, or None."""
+    if _kept_name(value) is not None:
+        return value
+    items = [*value.keys(), *value.values()] if isinstance(value, Mapping) else value if isinstance(value, (list, tuple, set, frozenset)) else ()
+    return next((kept for kept in map(_first_kept, items) if kept is not None), None)
+
+
+def _kind(value, many: bool = False) -> str:
+    """What an expected value is, in words ("list of lists of str"), never what it holds."""
+    name = type(value).__name__
+    if many and name not in ("str", "int", "float", "bool"):
+        name += "s"
+    inner = {_kind(v, many=True) for v in value} if isinstance(value, (list, tuple, set, frozenset)) else set()
+    return f"{name} of {inner.pop()}" if len(inner) == 1 else name
 
 
 def _equal(a, b) -> bool:

@@ -382,7 +382,7 @@ LYING = [
      {"backprop.softmax", "backprop.cross_entropy"}, NOT_DATA),
     ("a float subclass", "backprop.py", "backprop", LYING_FLOAT, {"backprop.cross_entropy"},
      f"expected a real number, got an object that {NOT_DATA}"),
-    ("a list subclass", "ngram.py", "ngram", LYING_LIST, {"ngram.padding"}, "got [<remote <LyingList object in the worker>>"),
+    ("a list subclass", "ngram.py", "ngram", LYING_LIST, {"ngram.padding"}, "got a list holding an object that cannot be sent back as data: a LyingList (a subclass of list)"),
     ("a dict subclass", "ngram.py", "ngram", LYING_DICT, {"ngram.counts"}, "keys missing"),
     ("a Tensor subclass", "attention.py", "causal_mask", LYING_TENSOR, {"causal_mask.values"},
      f"expected a torch tensor, got an object that {NOT_DATA}"),

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..judge import type_name
 from . import check
 from .common import chi_square_p_value
 
@@ -124,7 +125,7 @@ def distribution(t, n: int, k: float = 0.0):
         got = lm.next_token_distribution(context)
         what = f"next_token_distribution({context}) with n={n}, k={k:g}"
         if not isinstance(got, dict):
-            t.fail(f"{what}: expected a dict from word to probability, got {type(got).__name__}.")
+            t.fail(f"{what}: expected a dict from word to probability, got {type_name(got)}.")
         t.equal(set(got), set(want), f"{what}: its words (they must be exactly vocab)", hints={
             "BOS is among the words": lambda ref: set(want) | {BOS},
             "EOS is missing from the words": lambda ref: set(want) - {EOS},
@@ -174,8 +175,11 @@ def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
     rng = t.student.put(t.student.numpy_rng(t.seed % 2**32))
     transitions: Counter = Counter()
     for words in t.student.map(lm.sample, [([rng], {"max_len": max_len})] * draws):
-        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-            t.fail(f"sample(rng, max_len={max_len}): expected a list of words, got {type(words).__name__}.")
+        if not isinstance(words, list | tuple):
+            t.fail(f"sample(rng, max_len={max_len}): expected a list of words, got {type_name(words)}.")
+        if odd := [w for w in words if type(w) is not str]:
+            t.fail(f"sample(rng, max_len={max_len}): expected a list of words (str), got a {type(words).__name__} holding {type_name(odd[0])}.")
+        words = list(words)
         if BOS in words or EOS in words:
             t.fail(f"sample(rng, max_len={max_len}) returned {words[:10]}: BOS and EOS must not be in the result.")
         if len(words) > max_len:

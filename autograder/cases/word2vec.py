@@ -115,10 +115,10 @@ def _parts(t, got, count: int, what: str) -> tuple:
 
 
 def _ids(t, got, what: str, topn: int) -> list:
-    """A list of `topn` ints, as the API asks (an array is refused with what to return instead)."""
-    if not isinstance(got, list):
+    """A list (or tuple) of `topn` ints, as the API asks (an array is refused with what to return instead)."""
+    if not isinstance(got, list | tuple):
         t.fail(f"{what}: expected a Python list of {topn} ints, got {type_name(got)} (return [int(i) for i in ...]).")
-    return got
+    return list(got)
 
 
 def _check_pairs(t, sentences: list[list[int]], window: int) -> None:
@@ -149,9 +149,9 @@ def _trained(t, got, what: str, vocab: int, dim: int, max_epochs: int) -> tuple[
             t.fail(f"{what}: expected {name} as a float64 numpy array of shape {(vocab, dim)}, got {type_name(E)}.")
         if not np.isfinite(E).all():
             t.fail(f"{what}: {name} holds NaN or Inf after training: the updates diverged.")
-    if not isinstance(losses, list) or not 1 <= len(losses) <= max_epochs:
+    if not isinstance(losses, list | tuple) or not 1 <= len(losses) <= max_epochs:
         t.fail(f"{what}: expected losses as a list of one float per epoch trained (1 to max_epochs={max_epochs}), got {type_name(losses)}"
-               + (f" of length {len(losses)}." if isinstance(losses, list) else "."))
+               + (f" of length {len(losses)}." if isinstance(losses, list | tuple) else "."))
     values = t.numbers(losses, [f"losses[{e}]" for e in range(len(losses))])
     if not np.isfinite(values).all():
         t.fail(f"{what}: the losses are not all finite: {values.tolist()}.")

@@ -133,7 +133,7 @@ class Objects:
         if key not in self.ids:
             self.ids[key], self.next_id = self.next_id, self.next_id + 1
             self.by_id[self.ids[key]] = obj
-        return {"__handle__": [self.ids[key], type(obj).__qualname__]}
+        return {"__handle__": [self.ids[key], wire.kept_name(obj)]}
 
     def drop(self, handle_ids: list) -> None:
         """Let go of objects the parent no longer needs (timing inputs), so memory stays flat."""
