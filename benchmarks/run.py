@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import dataclasses
 import datetime
 import hashlib
@@ -45,6 +44,7 @@ from statistics import median
 
 import torch
 
+from autograder.batch.inert import read_csv
 from autograder.cases import TIMING
 from autograder.outcome import Ended
 from autograder.rubric import Rubric, load_rubric
@@ -461,7 +461,7 @@ def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop:
             result.setdefault("busy", {})["local"] = _busy_cpu() - busy
             result["alone"] = timing_seconds(out)
         if backend != "again":
-            graded = list(csv.DictReader(open(out / "grades.csv")))
+            graded = read_csv(out / "grades.csv")
             rows[backend] = {row["submission_id"]: {"status": row["status"], "score": row["score"],
                                                     "untimed": untimed_points(out, row["submission_id"])} for row in graded}
             result["statuses"][backend] = dict(Counter(row["status"] for row in graded))

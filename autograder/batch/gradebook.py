@@ -2,8 +2,6 @@
 atomically (a temporary file renamed over the old one), so that a reader never sees half a file."""
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import tempfile
@@ -11,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..rubric import Rubric
+from .inert import csv_text, md_fence, md_text
 from .inputs import Entry
 
 STATUSES = {
@@ -54,9 +53,7 @@ def max_score(rubric: Rubric) -> float:
 def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:
     """One row per submission, in the entries' order (sorted by id); a submission not graded yet has none."""
     parts = list(dict.fromkeys(c.part for c in rubric.components))
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(FIXED + [c.id for c in rubric.components] + [f"part: {p}" for p in parts])
+    table = [FIXED + [c.id for c in rubric.components] + [f"part: {p}" for p in parts]]
     for entry in entries:
         row = rows.get(entry.id)
         if row is None:
@@ -67,8 +64,8 @@ def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> s
         graded = row["status"] == "ok"
         fields += [_number(row["components"].get(c.id, 0.0)) if graded else "" for c in rubric.components]
         fields += [_number(row["parts"].get(p, 0.0)) if graded else "" for p in parts]
-        writer.writerow(fields)
-    return out.getvalue()
+        table.append(fields)
+    return csv_text(table)
 
 
 def leaderboard_rows(entries: list[Entry], rows: dict[str, dict]) -> tuple[list[str], list[list]]:
@@ -95,11 +92,7 @@ def leaderboard_rows(entries: list[Entry], rows: dict[str, dict]) -> tuple[list[
 
 
 def leaderboard_csv(columns: list[str], table: list[list]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["rank", "submission_id", "name", *columns])
-    writer.writerows(table)
-    return out.getvalue()
+    return csv_text([["rank", "submission_id", "name", *columns], *table])
 
 
 def _number(x: float) -> str:
@@ -107,17 +100,19 @@ def _number(x: float) -> str:
 
 
 def feedback_md(sid: str, row: dict, results: dict) -> str:
-    """What the student may read: each case's name, points and message (hidden cases' messages hold no values)."""
-    lines = [f"# Submission {sid}", "", f"Score: {_number(row['score'])} / {_number(row['max_score'])}", ""]
+    """What the student may read: each case's name, points and message (hidden cases' messages hold no values).
+    Text not the grader's own words is fenced (md_fence), or in a heading escaped (md_text), so none of it renders."""
+    lines = [f"# Submission {md_text(sid)}", "", f"Score: {_number(row['score'])} / {_number(row['max_score'])}", ""]
     if row["status"] != "ok":
-        lines += [f"Not graded: {row['message']}", ""]
+        lines += ["Not graded:", "", md_fence(row["message"]), ""]
     if results.get("output"):
-        lines += ["```", results["output"], "```", ""]
+        lines += [md_fence(results["output"]), ""]
     for test in results.get("tests", []):
         hidden = "" if test.get("visibility", "visible") == "visible" else " (hidden case)"
-        lines += [f"## {test['number']} {test['name']}{hidden}: {_number(test['score'])} / {_number(test['max_score'])}", ""]
+        name = md_text(f"{test['number']} {test['name']}")
+        lines += [f"## {name}{hidden}: {_number(test['score'])} / {_number(test['max_score'])}", ""]
         if test.get("output"):
-            lines += ["```", test["output"], "```", ""]
+            lines += [md_fence(test["output"]), ""]
     return "\n".join(lines)
 
 

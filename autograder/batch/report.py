@@ -5,7 +5,6 @@ each submission's results.json, summary.json, and the submissions themselves for
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import io
 import itertools
@@ -18,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..report import PRINTED
 from ..rubric import Rubric, read_yaml
 from ..submission import SubmissionError, open_submission
 from ..verify import CATALOG, Mistake, MistakesError
 from .gradebook import component_max, max_score, write_atomically
+from .inert import read_csv
 from .inputs import read_batch
 
 LIKELY = re.compile(r"Likely mistake: (.+?)\.(?:\s|$)")
@@ -32,7 +33,7 @@ SIDE_BY_SIDE, LISTED = 50, 500  # flagged pairs shown side by side, and listed, 
 
 def build_report(out: Path, rubric: Rubric, threshold: float = DEFAULT_THRESHOLD) -> dict:
     """Write out/report.json and out/report.html from the finished batch in `out`; returns the report's data."""
-    rows = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8")))
+    rows = read_csv(out / "grades.csv")  # the values as graded, the quotes that kept them inert in a spreadsheet gone
     results = {r["submission_id"]: _results(out, r["submission_id"]) for r in rows}
     summary = json.loads((out / "summary.json").read_text())
     graded = [r for r in rows if r["status"] == "ok"]
@@ -95,16 +96,20 @@ def _cases(graded: list[dict], results: dict) -> list[dict]:
 
 def _mistakes(rubric: Rubric, graded: list[dict], results: dict) -> list[dict]:
     """Each named likely mistake (the judge's hints, and the catalogue's feedback phrases) with the submissions
-    whose failed cases name it, the most common first."""
+    whose failed cases name it, the most common first. Only the grader's message counts, never what the student's
+    code printed under it; a hint counts only on a wrong answer, where the judge wrote it (the catalogue also names
+    exceptions and forbidden calls, so it reads every failure's message)."""
     found: dict[tuple[str, str], set[str]] = defaultdict(set)
     catalogue = _catalogue(rubric)
     for r in graded:
-        failed = [t for t in results[r["submission_id"]].get("tests", []) if t.get("status") != "passed"]
-        for test in failed:
-            for name in LIKELY.findall(test.get("output", "")):
-                found[("hint", name)].add(r["submission_id"])
+        failed = [(t, t.get("output", "").split(PRINTED)[0]) for t in results[r["submission_id"]].get("tests", [])
+                  if t.get("status") != "passed"]
+        for test, said in failed:
+            if test.get("extra_data", {}).get("outcome", "wrong") == "wrong":
+                for name in LIKELY.findall(said):
+                    found[("hint", name)].add(r["submission_id"])
         for m in catalogue:
-            if any(m.feedback in t.get("output", "") and m.component in t.get("tags", []) for t in failed):
+            if any(m.feedback in said and m.component in t.get("tags", []) for t, said in failed):
                 found[("catalogue", f"{m.component}: {m.name}")].add(r["submission_id"])
     return sorted(({"source": source, "mistake": name, "count": len(ids), "submissions": sorted(ids)}
                    for (source, name), ids in found.items()), key=lambda m: (-m["count"], m["mistake"]))
