@@ -13,16 +13,29 @@ copied, ignored, skipped or misnamed, and why. A file named close to a
 component file (NGram.py, attention (1).py, lstm_solution.py, backprop.py.txt)
 is reported with the rename to make, and graded only when the rubric accepts
 misnamed files.
+
+A submission is read only inside itself. A link in it (a symbolic link in a
+folder, a zip entry with link mode bits) is followed one step, to a file of the
+submission, taken within it; any other link (absolute, climbing out, to a
+folder, to another link, to nothing) is skipped and accounted for, and nothing
+it names is opened. A submission that is itself a link is refused. Below the
+submission's top every name is opened with O_NOFOLLOW, so that a file or folder
+swapped for a link after it was listed is not followed either.
 """
 from __future__ import annotations
 
 import ast
+import codecs
+import errno
 import json
+import os
 import re
+import stat
 import tokenize
 import zipfile
+import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -39,18 +52,28 @@ def notebook_name(file: str) -> str:
 
 NOTEBOOKS = frozenset(notebook_name(f) for f in API_FILES)
 MAX_FILE_BYTES = 1 << 20
-MAX_NOTEBOOK_BYTES = 16 << 20  # outputs and images make notebooks far larger than their code
+MAX_NOTEBOOK_BYTES = 64 << 20  # read limit: outputs and images make notebooks far larger than their code, which MAX_FILE_BYTES limits
 MAX_ZIP_BYTES = 64 << 20
+PATH_MAX = 4096  # Linux's: no link's target is longer
 CHECK_TAG = "autograder-check"  # the notebook cell that runs `autograder check`: never part of the module
 EXPECTED_NAMES = f"{', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or a notebook named like one (ngram.ipynb)"
 # A line IPython runs as a magic or a shell command: `%time f()`, `!pip install x`, `files = !ls`.
 # None of these is valid Python at the start of a statement, so blanking them never changes valid code.
+# PEP 263's encoding declaration, on the first or second line.
+_CODING = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+_NOT_TEXT = re.compile("[\0\ud800-\udfff]")  # what Python cannot compile, or a string cannot hold as UTF-8
 _MAGIC = re.compile(r"\s*([%!]|[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[%!])")
 # A name that may be code: a .py or .ipynb extension in any case, perhaps with another one after it (backprop.py.txt).
 _CODE = re.compile(r"(?P<stem>.+?)\.(?P<ext>py|ipynb)(?P<extra>\.[^.]+)*", re.IGNORECASE)
 # What downloads and students add to a name: copy numbers (`attention (1)`, `attention-1`) and words (`lstm_solution`).
 _ADDED = (r"(?:\s*\(\d+\)|[\s_-]+(?:\d+|v\d+|copy|final|solution|solutions|solved|done|complete|completed|finished"
           r"|submission|submit|mine|new|old|working|answer|answers|filled))")
+
+
+def printable(text: str, keep: str = "") -> str:
+    """`text` with each character a terminal would act on or hide (control characters, escape sequences, bidi
+    overrides, zero-width spaces), but those in `keep`, written as its escape: file names are the students'."""
+    return "".join(c if c.isprintable() or c in keep else c.encode("unicode_escape").decode() for c in text)
 
 
 class SubmissionError(Exception):
@@ -72,7 +95,7 @@ class FileEntry:
 
     def __str__(self) -> str:
         counted = f" ({self.files} file{'s' * (self.files != 1)})" if self.path.endswith("/") else ""
-        return f"{self.path}{counted}: {self.action}" + (f": {self.why}" if self.why else "")
+        return f"{printable(self.path)}{counted}: {self.action}" + (f": {printable(self.why)}" if self.why else "")
 
 
 @dataclass(frozen=True)
@@ -118,12 +141,15 @@ def _stub(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def open_submission(path: Path, workdir: Path, *, accept_misnamed: bool = False) -> Submission:
     """Copy the submission's Python files from `path` into `workdir`, and the code of its notebooks.
     SubmissionError when `path` cannot be read or holds no file that can be graded."""
+    if path.is_symlink():  # in a batch the TA named the class, not this entry: a submission is read where it is
+        raise SubmissionError(f"{path.name} is a link, which the grader does not follow to a submission: "
+                              "give the path of the folder or file itself")
     if not path.exists():
         raise SubmissionError(f"{path} does not exist")
     workdir.mkdir(parents=True, exist_ok=True)
     single = not path.is_dir() and path.suffix.lower() != ".zip"
     if path.is_dir():
-        sources = {p.relative_to(path).as_posix(): p.read_bytes for p in sorted(path.rglob("*")) if p.is_file()}
+        sources = _linked(walk(path), lambda rel: read_within(path, rel))
     elif not single:
         sources = _zip_sources(path)
     elif _CODE.fullmatch(path.name):
@@ -152,15 +178,16 @@ class _Loaded:
     rel: str
     code: bytes
     starter: bool
+    converted: str = ""  # how the file was made UTF-8, if it was not
 
 
 class _Sorting:
-    """Decides what happens to each file of `sources` (path in the submission -> its reader) and writes the
-    files graded into `workdir`."""
+    """Decides what happens to each file of `sources` (path in the submission -> its reader, or why a link there is
+    not followed) and writes the files graded into `workdir`."""
 
-    def __init__(self, sources: dict[str, Callable[[], bytes]], workdir: Path, accept_misnamed: bool):
+    def __init__(self, sources: dict[str, Callable[[], bytes] | str], workdir: Path, accept_misnamed: bool):
         self.sources, self.workdir, self.accept_misnamed = sources, workdir, accept_misnamed
-        self.entries: dict[str, FileEntry] = {}
+        self.entries = {rel: FileEntry(rel, "skipped", why) for rel, why in sources.items() if isinstance(why, str)}
         self.problems: dict[str, str] = {}
         self.caveats: dict[str, str] = {}
         self.seen = [rel for rel in sources if not _aside(rel)]
@@ -215,7 +242,7 @@ class _Sorting:
         chosen = next((f for f in loaded if not f.starter), loaded[0])
         (self.workdir / module).write_bytes(chosen.code)
         how = [] if PurePosixPath(chosen.rel).name == module else [f"its code cells, as {module}" if _notebook(chosen.rel) else f"as {module}"]
-        how += [f"though misnamed: {_rename(chosen.rel)}"] * (not exact)
+        how += [f"though misnamed: {_rename(chosen.rel)}"] * (not exact) + [chosen.converted] * bool(chosen.converted)
         self.entries[chosen.rel] = FileEntry(chosen.rel, "graded", ", ".join(how))
         left_out = []
         for other in loaded:
@@ -233,8 +260,19 @@ class _Sorting:
         if left_out or skipped:
             self.caveats[module] = f"Graded {chosen.rel}" + "".join(f", {why}" for why in left_out) + "".join(f"; {why}" for why in skipped) + "."
 
+    def _read(self, rel: str) -> bytes:
+        if isinstance(self.sources[rel], str):
+            raise _Unusable(self.sources[rel])
+        try:
+            return self.sources[rel]()
+        except OSError as exc:
+            raise _Unusable(f"{rel} could not be read ({exc.strerror or exc})") from None
+        except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError) as exc:  # encrypted, corrupt
+            raise _Unusable(f"{rel} could not be read from the zip ({exc}); zip your files again, without a password, "
+                            "and submit the new zip") from None
+
     def _load(self, rel: str) -> _Loaded:
-        data = self.sources[rel]()
+        data, converted = self._read(rel), ""
         if _notebook(rel):
             try:
                 code = notebook_code(data, rel).encode()
@@ -243,16 +281,28 @@ class _Sorting:
         elif len(data) > MAX_FILE_BYTES:
             raise _Unusable(f"{rel} is {_size(len(data))}, more than the {MAX_FILE_BYTES >> 10} KiB the grader reads")
         else:
-            code = data
-        return _Loaded(rel, code, untouched_starter(code))
+            code, converted = _utf8(data)
+        if not code.strip():  # else an empty file, being no untouched starter, would win over a notebook with work
+            raise _Unusable(f"{rel} is empty; save your work in it and submit it again")
+        if b"\0" in code:
+            line = code[:code.index(b"\0")].count(b"\n") + 1
+            raise _Unusable(f"{rel} holds a NUL byte (on line {line}), and Python cannot read a file that does; delete it, "
+                            "save the file as plain text and submit it again")
+        return _Loaded(rel, code, untouched_starter(code), converted)
 
     def _copy(self, rel: str) -> None:
-        data = self.sources[rel]()
+        try:
+            data = self._read(rel)
+        except _Unusable as exc:
+            self.entries[rel] = FileEntry(rel, "skipped", str(exc))
+            return
         if len(data) > MAX_FILE_BYTES:
             self.entries[rel] = FileEntry(rel, "skipped", f"{rel} is {_size(len(data))}, more than the {MAX_FILE_BYTES >> 10} KiB the grader reads")
             return
+        data, converted = _utf8(data)
         (self.workdir / PurePosixPath(rel).name).write_bytes(data)
-        self.entries[rel] = FileEntry(rel, "copied", "not a component file; your graded files may import it")
+        self.entries[rel] = FileEntry(rel, "copied", "; ".join(["not a component file; your graded files may import it"]
+                                                               + [converted] * bool(converted)))
 
     def _account(self) -> tuple[FileEntry, ...]:
         """An entry per file, in the submission's order; files ignored for their place are counted per folder."""
@@ -268,7 +318,8 @@ class _Sorting:
             elif group or not self._in_folder(rel):
                 why = f"not in {where}, where the grader looks for component files (notebooks named like them are looked for in every folder)"
             else:
-                why = "not a component file or a notebook named like one"
+                why = "not a component file or a notebook named like one" + (
+                    "; a zip inside the submission is not unpacked: submit the files it holds instead" * rel.lower().endswith(".zip"))
             if group is None:
                 out[rel] = FileEntry(rel, "ignored", why)
             else:
@@ -309,6 +360,28 @@ def _notebook(rel: str) -> bool:
     return expected_name(PurePosixPath(rel).name).endswith(".ipynb")
 
 
+def _utf8(data: bytes) -> tuple[bytes, str]:
+    """A .py file's code as UTF-8, which Python reads, and how it was converted: Windows Notepad saves UTF-16, and
+    older editors their code page. A file declaring its encoding (PEP 263) is left as it is, as Python reads it."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16").encode(), "converted from UTF-16 to UTF-8 (save it as UTF-8)"
+        except UnicodeDecodeError:
+            return data, ""  # not UTF-16 after all: grading reports what Python makes of it
+    try:
+        data.decode("utf-8")
+        return data, ""
+    except UnicodeDecodeError:
+        pass
+    if any(_CODING.match(line) for line in data.split(b"\n", 2)[:2]):
+        return data, ""
+    try:
+        text, codec = data.decode("cp1252"), "Windows-1252"
+    except UnicodeDecodeError:  # bytes cp1252 leaves undefined
+        text, codec = data.decode("latin-1"), "Latin-1"
+    return text.encode(), f"converted from {codec} to UTF-8, as it is not UTF-8 (save it as UTF-8)"
+
+
 def _size(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
@@ -339,7 +412,7 @@ def notebook_code(data: bytes, name: str) -> str:
             where = f", in cell {cell} (counting every cell from the top), line {line}: {(exc.text or '').strip()}"
         raise NotebookError(f"{name} holds code that is not valid Python: {exc.msg}{where}") from None
     except (ValueError, MemoryError, RecursionError) as exc:  # null bytes; nesting too deep for the parser
-        raise NotebookError(f"{name} holds code that Python cannot compile ({type(exc).__name__}: {exc})") from None
+        raise NotebookError(f"{name} holds code that Python cannot compile ({type(exc).__name__}: {str(exc) or 'nested too deeply'})") from None
     return code
 
 
@@ -349,17 +422,24 @@ def _code_cells(data: bytes, name: str) -> list[tuple[int, str]]:
         return NotebookError(f"{name} could not be read as a Jupyter notebook: {why}")
 
     try:
-        notebook = json.loads(data)
+        notebook = json.loads(data)  # UTF-16 and UTF-32 too, as JSON allows
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise unreadable(f"it is not valid JSON ({exc})") from None
+        raise unreadable(f"it is not valid JSON ({exc}); open it in Jupyter, save it and submit it again") from None
     try:
         if notebook["nbformat"] != 4:
-            raise unreadable(f"it has nbformat {notebook['nbformat']!r}; only version 4 notebooks (Jupyter's format since 2015) are read")
-        return [(number, cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"]))
-                for number, cell in enumerate(notebook["cells"], 1)
-                if cell["cell_type"] == "code" and CHECK_TAG not in cell.get("metadata", {}).get("tags", [])]
+            raise unreadable(f"it has nbformat {notebook['nbformat']!r}; only version 4 notebooks (Jupyter's format since 2015) are "
+                             "read: open it in Jupyter, which converts it, save it and submit it again")
+        cells = [(number, cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"]))
+                 for number, cell in enumerate(notebook["cells"], 1)
+                 if cell["cell_type"] == "code" and CHECK_TAG not in cell.get("metadata", {}).get("tags", [])]
     except (KeyError, TypeError, AttributeError) as exc:  # a missing key, or a value of the wrong kind
         raise unreadable(f"it does not have a notebook's structure ({type(exc).__name__}: {exc})") from None
+    for number, source in cells:  # JSON's escapes can write what no text file holds
+        bad = _NOT_TEXT.search(source)
+        if bad:
+            raise unreadable(f"cell {number}, line {source.count(chr(10), 0, bad.start()) + 1}, holds {ascii(bad[0])}, which is not "
+                             "text (a NUL or half of a UTF-16 pair); delete it, save the notebook and submit it again")
+    return cells
 
 
 def _without_magics(lines: list[str]) -> list[str]:
@@ -401,11 +481,120 @@ def _zip_sources(path: Path) -> dict:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise SubmissionError(f"{path.name} is not a readable zip file ({exc})") from None
-    members = [m for m in archive.infolist() if not m.is_dir()]
-    for m in members:
-        p = PurePosixPath(m.filename)
-        if p.is_absolute() or ".." in p.parts:
-            raise SubmissionError(f"{path.name} holds an unsafe path: {m.filename}")
-    if sum(m.file_size for m in members if _CODE.fullmatch(PurePosixPath(m.filename).name)) > MAX_ZIP_BYTES:
+    members = {}
+    for m in archive.infolist():
+        name = zip_name(m)
+        if name is None:
+            raise SubmissionError(f"{path.name} holds an unsafe path: {printable(m.filename)}; zip the folder again, from inside it")
+        if not m.is_dir():
+            members[name] = m
+    if sum(m.file_size for name, m in members.items() if _CODE.fullmatch(PurePosixPath(name).name)) > MAX_ZIP_BYTES:
         raise SubmissionError(f"{path.name} unpacks to more than {MAX_ZIP_BYTES >> 20} MiB of Python files and notebooks")
-    return {m.filename: (lambda m=m: archive.read(m)) for m in members}
+    return _linked({name: zip_link(archive, m) for name, m in members.items()}, lambda name: archive.read(members[name].filename))
+
+
+def zip_name(member: zipfile.ZipInfo) -> str | None:
+    """A zip entry's path inside the archive, with Windows' backslashes as slashes (PowerShell 5.1 writes
+    `hw1\\ngram.py`, which zipfile converts only on Windows); None when it would leave the folder it is unpacked to."""
+    name = member.filename.replace("\\", "/")
+    p = PurePosixPath(name)
+    return None if p.is_absolute() or ".." in p.parts or not p.parts else p.as_posix()
+
+
+def zip_link(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> str | None:
+    """The target of a link entry (Unix mode bits S_IFLNK, its bytes the target, as `unzip` restores it); None for a
+    file, and for a link whose target the zip cannot give: reading it then says why."""
+    if not stat.S_ISLNK(member.external_attr >> 16):
+        return None
+    try:
+        with archive.open(member) as f:
+            return f.read(PATH_MAX).decode(errors="replace")
+    except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError):
+        return None
+
+
+def walk(root: Path) -> dict[str, str | None]:
+    """The files and links in folder `root` and below, by path inside it, in sorted order: None for a file, the target
+    for a link. No link is followed, a folder's neither (each is listed through open_within); pipes, sockets and
+    devices are left out."""
+    found: dict[str, str | None] = {}
+    folders: list[tuple[str, ...]] = [()]
+    while folders:
+        parts = folders.pop()
+        fd = open_within(root, parts, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    rel = "/".join((*parts, entry.name))
+                    if entry.is_symlink():
+                        found[rel] = os.readlink(entry.name, dir_fd=fd)
+                    elif entry.is_dir(follow_symlinks=False):
+                        folders.append((*parts, entry.name))
+                    elif entry.is_file(follow_symlinks=False):
+                        found[rel] = None
+        finally:
+            os.close(fd)
+    return dict(sorted(found.items(), key=lambda item: PurePosixPath(item[0])))
+
+
+def open_within(root: Path, parts: Sequence[str], flags: int) -> int:
+    """A descriptor of root/parts[0]/.../parts[-1] (of `root` for no parts), opened one name at a time, each with
+    O_NOFOLLOW: a link below `root` is never followed, even one put in place of a file or folder after it was listed.
+    `root` itself was named by whoever runs the grader, and is opened as named."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for i, name in enumerate(parts):
+        last = i == len(parts) - 1
+        try:
+            inner = os.open(name, (flags if last else os.O_RDONLY | os.O_DIRECTORY) | os.O_NOFOLLOW, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
+def read_within(root: Path, rel: str, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of the regular file `rel` (a path inside folder `root`), no link below `root` followed, and none
+    past `limit` (the largest file the grader reads: a huge file costs nothing); OSError else."""
+    fd = open_within(root, rel.split("/"), os.O_RDONLY | os.O_NONBLOCK)  # a pipe put in its place must not block
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(errno.EFBIG, f"it is {_size(max(st.st_size, len(data)))}, more than the {_size(limit)} the grader reads")
+        return data
+
+
+def _linked(found: dict[str, str | None], read: Callable[[str], bytes]) -> dict[str, Callable[[], bytes] | str]:
+    """A reader for each of `found` (path -> None for a file, the target for a link), given `read` to read a file by
+    its path; a link reads the file it names within the submission, or gives why it is not followed."""
+    folders = {parent.as_posix() for rel in found for parent in PurePosixPath(rel).parents}
+
+    def source(rel: str, target: str | None) -> Callable[[], bytes] | str:
+        inside = rel if target is None else _within(rel, target)
+        if inside is None:
+            return (f"{rel} is a link to something outside the submission: not followed "
+                    "(submit the files themselves, not links to them)")
+        if inside in found and found[inside] is None:
+            return lambda: read(inside)
+        named = "a link" if inside in found else "a folder" if inside in folders else "nothing in the submission"
+        return f"{rel} is a link to {named}: not followed (a link is followed only to a file of the submission)"
+
+    return {rel: source(rel, target) for rel, target in found.items()}
+
+
+def _within(rel: str, target: str) -> str | None:
+    """The path inside the submission that link `rel` names by `target`, taken there without following anything ("."
+    for its top); None when it leaves the submission: an absolute target, or one climbing above the top."""
+    if target.startswith("/"):
+        return None
+    parts = list(PurePosixPath(rel).parent.parts)
+    for part in target.split("/"):
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return "/".join(parts) or "."

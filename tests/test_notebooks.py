@@ -57,7 +57,7 @@ def test_magics_and_shell_escapes_are_left_out_and_line_numbers_kept():
     (b'{"nbformat": 3, "worksheets": []}', "it has nbformat 3; only version 4 notebooks"),
     (as_bytes(new_markdown_cell("# Title"), new_code_cell("x = 1"), new_code_cell("y = 2\ndef f(:\n    pass")),
      "ngram.ipynb holds code that is not valid Python: invalid syntax, in cell 3 (counting every cell from the top), line 2: def f(:"),
-    (b" " * (MAX_NOTEBOOK_BYTES + 1), "ngram.ipynb is larger than 16 MiB; clear its outputs"),
+    (b" " * (MAX_NOTEBOOK_BYTES + 1), f"ngram.ipynb is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB; clear its outputs"),
     (as_bytes(new_code_cell("#" * MAX_FILE_BYTES), new_code_cell("x = 1")), "the code cells of ngram.ipynb add up to more than 1024 KiB"),
 ])
 def test_unusable_notebooks_say_why(data, message):

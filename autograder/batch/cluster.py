@@ -29,12 +29,13 @@ import shutil
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..cases import TIMING
 from ..rubric import Rubric
 from ..runner import merged
+from ..submission import read_within, walk
 from .jobs import Jobs, Setup, Task, failure
 from .journal import GRADER
 
@@ -65,20 +66,29 @@ def _ray(embedded: bool):
 
 @dataclass(frozen=True)
 class Shipped:
-    """A submission's files as the driver reads them, laid out again on the node that grades them."""
+    """A submission's files as the driver reads them, laid out again on the node that grades them. Links go as links,
+    never followed here: the node's open_submission judges them as a grade on this machine would."""
 
     name: str
     files: dict[str, bytes] | None  # a folder's files by path inside it
     data: bytes = b""  # or a single file (a .zip, .py or .ipynb)
+    links: dict[str, str] = field(default_factory=dict)  # link -> its target, by path inside the folder ("": the path itself)
 
     @classmethod
     def read(cls, path: Path) -> Shipped:
-        if path.is_dir():  # the files open_submission would read there (links followed)
-            return cls(path.name, {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()})
+        if path.is_symlink():
+            return cls(path.name, None, links={"": os.readlink(path)})
+        if path.is_dir():
+            found = walk(path)
+            return cls(path.name, {rel: read_within(path, rel) for rel, target in found.items() if target is None},
+                       links={rel: target for rel, target in found.items() if target is not None})
         return cls(path.name, None, path.read_bytes())
 
     def write(self, folder: Path) -> Path:
         target = folder / self.name
+        if "" in self.links:
+            target.symlink_to(self.links[""])
+            return target
         if self.files is None:
             target.write_bytes(self.data)
             return target
@@ -86,6 +96,9 @@ class Shipped:
         for rel, data in self.files.items():
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             (target / rel).write_bytes(data)
+        for rel, to in self.links.items():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            (target / rel).symlink_to(to)
         return target
 
 

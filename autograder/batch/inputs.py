@@ -4,20 +4,29 @@ A Gradescope export (zipped or not, perhaps wrapped in `assignment_<id>_export/`
 `submission_metadata.yml`, whose keys are Ruby symbols (`:submitters:`, `:name:`, `:sid:`, `:email:`,
 `:created_at:`, ...), beside one `submission_<id>/` folder per submission. Any other folder is a class of
 submissions: each entry (a folder, a `.zip`, a `.py` or an `.ipynb`) is one, its name (less the suffix) its id.
+No link in the input is followed: an entry or `submission_<id>/` that is a link is listed, and refused when graded
+(open_submission); a metadata file that is a link refuses the export.
 """
 from __future__ import annotations
 
+import datetime
+import errno
 import hashlib
+import os
 import re
+import shutil
 import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import yaml
+
+from ..submission import printable, read_within, walk, zip_link, zip_name
 
 METADATA = "submission_metadata.yml"
 SUBMISSION_SUFFIXES = (".zip", ".py", ".ipynb")
 MAX_EXPORT_BYTES = 4 << 30  # an export larger than this once unpacked is refused, not unpacked
+MAX_FIELD = 256  # characters of a submitter's name, sid or email kept: no real one is longer, and a spreadsheet cell holds 32767
 
 
 class ExportError(Exception):
@@ -40,13 +49,16 @@ class Entry:
     submitters: tuple[Submitter, ...] = field(default=())
 
     def digest(self) -> str:
-        """sha256 over the submission's files, names and bytes: what the journal keys a grading by."""
+        """sha256 over the submission's files, names and bytes, and its links' targets (what a link names is never
+        read): what the journal keys a grading by."""
         h = hashlib.sha256()
-        files = sorted(p for p in self.path.rglob("*") if p.is_file()) if self.path.is_dir() else [self.path]
-        for path in files:
-            h.update(path.relative_to(self.path).as_posix().encode() if self.path.is_dir() else path.name.encode())
+        linked = self.path.is_symlink()
+        root = self.path if self.path.is_dir() and not linked else self.path.parent
+        found = walk(root) if root == self.path else {self.path.name: os.readlink(self.path) if linked else None}
+        for rel, target in found.items():
+            h.update(rel.encode())
             h.update(b"\0")
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+            h.update(hashlib.sha256(read_within(root, rel)).digest() if target is None else b"link\0" + os.fsencode(target))
         return h.hexdigest()
 
 
@@ -71,56 +83,127 @@ def _unpacked(archive: Path, unpack_to: Path) -> Path:
     if (target / ".complete").exists():
         return target
     with zipfile.ZipFile(archive) as z:
-        members = z.infolist()
-        for m in members:
-            name = PurePosixPath(m.filename)
-            if name.is_absolute() or ".." in name.parts:
-                raise ExportError(f"{archive.name} holds an unsafe path: {m.filename}")
-        if sum(m.file_size for m in members) > MAX_EXPORT_BYTES:
+        members = [(m, zip_name(m)) for m in z.infolist()]
+        unsafe = next((m for m, name in members if name is None), None)
+        if unsafe:
+            raise ExportError(f"{archive.name} holds an unsafe path: {printable(unsafe.filename)}")
+        if sum(m.file_size for m, _ in members) > MAX_EXPORT_BYTES:
             raise ExportError(f"{archive.name} unpacks to more than {MAX_EXPORT_BYTES >> 30} GiB")
-        z.extractall(target)
+        shutil.rmtree(target, ignore_errors=True)  # what a run killed while unpacking left
+        entries = [(m, target / name, zip_link(z, m)) for m, name in members]
+        for m, path, link in sorted(entries, key=lambda e: e[2] is not None):  # links last: nothing is written through one
+            _unpack(z, m, path, link, target)
     (target / ".complete").touch()
     return target
 
 
+def _unpack(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path, link: str | None, top: Path) -> None:
+    """One entry written at `path`: a link entry as a link (`link`, its target), never followed here, as open_submission
+    judges it; an entry below a link is left out (open_submission refuses that link), so is a link named like a folder
+    of entries; of a file and a link of one name, the link stays (links come last), to be judged."""
+    if any(p.is_symlink() for p in path.parents if p.is_relative_to(top)):
+        return
+    if member.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if link is not None and path.is_dir() and not path.is_symlink():
+        return  # a folder of the same name holds entries already: they stay, inside
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    if link is not None:
+        path.symlink_to(link)
+        return
+    with archive.open(member) as source, open(path, "wb") as out:
+        shutil.copyfileobj(source, out)
+
+
 def _export_root(folder: Path) -> Path | None:
     """The folder holding submission_metadata.yml: `folder` itself, or its one `assignment_<id>_export/`."""
-    if (folder / METADATA).is_file():
+    if _has_metadata(folder):
         return folder
-    inner = [p for p in folder.iterdir() if p.is_dir() and (p / METADATA).is_file()]
+    inner = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and _has_metadata(p)]
     if len(inner) > 1:
         raise ExportError(f"{folder} holds {len(inner)} Gradescope exports ({', '.join(p.name for p in inner)}); grade one at a time")
     return inner[0] if inner else None
 
 
+def _has_metadata(folder: Path) -> bool:
+    return (folder / METADATA).is_file() or (folder / METADATA).is_symlink()  # a link: found, to be refused
+
+
 def _gradescope(export: Path) -> list[Entry]:
     path = export / METADATA
     try:
-        metadata = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_within(export, METADATA)
+    except OSError as exc:
+        why = "it is a link, which the grader does not follow" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise ExportError(f"{path} cannot be read: {why}") from None
+    try:
+        metadata = yaml.load(data, Loader=_MetadataLoader)  # bytes: the reader's errors are YAMLErrors
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark else ""
-        raise ExportError(f"{path}{where}: not valid YAML") from None
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None)
+        raise ExportError(f"{path}{where}: not valid YAML" + (f" ({printable(problem)})" if problem else "")) from None
     if not isinstance(metadata, dict):
         raise ExportError(f"{path}: expected a mapping of submission folders to their metadata")
     entries = []
     for key, meta in metadata.items():
         folder = export / str(key)
-        if not re.fullmatch(r"submission_\d+", str(key)):
+        if not re.fullmatch(r"submission_[0-9]+", str(key)):
             raise ExportError(f"{path}: {key!r} is not a submission folder name (submission_<id>)")
         if not isinstance(meta, dict):
             raise ExportError(f"{path}: the metadata of {key} is not a mapping")
         submitters = meta.get(":submitters:", meta.get(":submitters", []))
         if not isinstance(submitters, list):
             raise ExportError(f"{path}: :submitters: of {key} is not a list")
-        people = tuple(Submitter(**{k: str(_symbol(person, k) or "") for k in ("name", "sid", "email")})
+        people = tuple(Submitter(**{k: _field(_symbol(person, k), f"{path}: :{k}: of a submitter of {key}")
+                                    for k in ("name", "sid", "email")})
                        for person in submitters if isinstance(person, dict))
         entries.append(Entry(str(key).removeprefix("submission_"), folder, people))
-    present = {p.name for p in export.iterdir() if p.is_dir()}
+    present = {p.name for p in export.iterdir() if p.is_dir() or p.is_symlink()}  # a link is that submission's to refuse
     missing = [e.path.name for e in entries if e.path.name not in present]
     if missing:
         raise ExportError(f"{path} lists submissions whose folders are not in the export: {', '.join(missing[:5])}")
     return sorted(entries, key=lambda e: _id_order(e.id))
+
+
+class _MetadataLoader(yaml.SafeLoader):
+    """yaml.safe_load's loader, which also reads what a Ruby tag marks (`!ruby/object:...`, as Rails may write) as plain
+    data, and refuses a key given twice (YAML would keep the last silently, and lose a submission's metadata)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"{key.value!r} is given twice", key.start_mark)
+                seen.add(key.value)
+        return super().construct_mapping(node, deep)
+
+
+def _untagged(loader: _MetadataLoader, suffix: str, node: yaml.Node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_MetadataLoader.add_multi_constructor("!", _untagged)
+
+
+def _field(value, what: str) -> str:
+    """A submitter's name, sid or email as grades.csv shows it: on one line, with nothing a terminal would act on
+    (students choose their names), and at most MAX_FIELD characters. Not text (a list, a mapping) is refused: its
+    text could be exponentially long (YAML aliases), and Gradescope never writes one."""
+    if value is None:
+        return ""
+    if not isinstance(value, (str, int, float, datetime.date)):
+        raise ExportError(f"{what} is a {type(value).__name__}, not text; correct it in the file")
+    text = printable(str(value))
+    return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 1] + "…"
 
 
 def _symbol(mapping: dict, key: str):
