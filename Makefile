@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,batch,ray]'
 	touch $(STAMP)
 
+# The example holds two planted mistakes (examples/README.md); tests/test_hostile_grader_failures.py checks this score.
+DEMO_SCORE := 55 / 278
 demo: $(STAMP)
 	$(VENV)/bin/autograder grade examples/submission --results $(VENV)/demo-results.json
+	@echo "Expected: Total: $(DEMO_SCORE). examples/submission holds two planted mistakes (examples/README.md): ngram's perplexity forgets the EOS tokens, backprop's embedding gradient drops repeated ids."
 
 # The whole suite in two passes: everything but the serial tests in parallel (xdist; tests/conftest.py hands tests
 # out one by one, and a module with expensive module-scoped fixtures whole to one process), then the serial ones

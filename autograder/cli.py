@@ -31,11 +31,12 @@ from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
 from .runner import grade
 from .sandbox.host.tiers import ORDER, TierUnavailable, isolation_for
-from .submission import SubmissionError, open_submission
+from .submission import SubmissionError, open_submission, printable
 from .verify import MistakesError, load_mistakes, print_report, verify
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 USAGE_ERROR = 2
+GRADER_FAILED = 3  # the grader failed on some case (its own failure): the results are written, but not final
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
 
 
@@ -47,12 +48,13 @@ class Terminal:
     err: Console
     verbosity: int
 
+    # Notes and errors quote file names and ids from submissions: escape sequences in them are shown, not run.
     def note(self, text: str) -> None:
         if self.verbosity >= 0:
-            self.err.print(text, markup=False, highlight=False)
+            self.err.print(printable(text, keep="\n"), markup=False, highlight=False)
 
     def error(self, text: str) -> None:
-        self.err.print(f"[red]error:[/] {escape(text)}", highlight=False)
+        self.err.print("[red]error:[/] " + escape(printable(text, keep="\n")), highlight=False)
 
 
 def print_account(account, ui: Terminal) -> None:
@@ -116,7 +118,7 @@ def cmd_grade(args, ui: Terminal) -> int:
     if results:
         write_results(results, results_json(run, submission.account))
         ui.note(f"results written to {results}")
-    return 0
+    return GRADER_FAILED if run.grader_failed else 0
 
 
 def cmd_check(args, ui: Terminal) -> int:
@@ -137,6 +139,8 @@ def cmd_check(args, ui: Terminal) -> int:
     ui.out.print(f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
                  "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
                  highlight=False)
+    if run.grader_failed:
+        return GRADER_FAILED
     return 1 if any(r.counted and not r.passed for r in run.results) else 0  # scripts and CI can tell a failed case
 
 
@@ -220,7 +224,7 @@ def batch_progress(ui: Terminal):
                 failures.extend([row["id"]] if row["status"] != "ok" else [])
                 bar.update(task, completed=done, total=total, failed=len(failures))
                 if ui.verbosity > 0 or row["status"] != "ok":
-                    bar.console.print(entry_line(row), markup=False, highlight=False)
+                    bar.console.print(printable(entry_line(row), keep="\n"), markup=False, highlight=False)
             yield advance
 
 

@@ -32,6 +32,7 @@ the starter docstrings.
 from __future__ import annotations
 
 import ast
+import threading
 from pathlib import Path
 
 from .sandbox.host.process import WORKER_FILES
@@ -144,9 +145,15 @@ def syntax_error(path: Path) -> SyntaxError | None:
     return None
 
 
+# CPython 3.11 keeps ast.parse's recursion count per interpreter, not per thread: two lanes planning at once (runner.py)
+# made it raise "SystemError: AST constructor recursion depth mismatch" now and then, failing a grade at random.
+_PARSING = threading.Lock()
+
+
 def _parse(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(path.read_bytes(), filename=path.name)
+        with _PARSING:
+            return ast.parse(path.read_bytes(), filename=path.name)
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # the worker reports what it cannot import
         return None
 

@@ -23,8 +23,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from .cases import TIMING
+from .outcome import GRADER_FAILED
 from .runner import CaseResult, GradeRun
-from .submission import FileEntry
+from .submission import FileEntry, printable
 
 
 def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
@@ -40,12 +41,13 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
             "tags": [r.case.component, *(["timing"] if r.case.check in TIMING else []), *r.case.tags],
             "output": feedback(r),
             "output_format": "text",
-            "extra_data": {"check": r.case.check, "seconds": round(r.seconds, 3), **r.extra},
+            "extra_data": {"check": r.case.check, "outcome": r.outcome.kind, "seconds": round(r.seconds, 3), **r.extra},
         }
         for r in run.results
     ]
     shown = sum(1 for r in run.results if r.case.visible)
-    summary = [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
+    summary = [line for line in [run.grader_failure_line()] if line]
+    summary += [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
     summary += [HIDDEN_OUTPUT] if shown < len(tests) else []
     board = leaderboard(run.results)
     return {
@@ -56,7 +58,7 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
         "stdout_visibility": "hidden",
         "execution_time": round(run.seconds, 3),
         "extra_data": {"max_score": sum(r.max_score for r in run.results), "isolation": run.isolation, "rubric": run.rubric,
-                       "files": [asdict(entry) for entry in account]},
+                       "files": [asdict(entry) for entry in account], "infra_error": run.grader_failed},
         "tests": tests,
         **({"leaderboard": board} if board else {}),
     }
@@ -83,6 +85,7 @@ def leaderboard(results: list[CaseResult]) -> list[dict]:
 
 
 HIDDEN_OUTPUT = "What your code prints is shown under each visible case; output of hidden cases is not shown."
+PRINTED = "\nYour code printed:"  # where a case's output turns from the grader's message to the student's own text
 
 
 def feedback(r: CaseResult) -> str:
@@ -92,7 +95,7 @@ def feedback(r: CaseResult) -> str:
         return r.output
     lines = "".join(f"\n| {line}" for line in r.printed.removesuffix("\n").split("\n"))
     more = f"\n... ({r.printed_more} more characters)" if r.printed_more else ""
-    return f"{r.output}\nYour code printed:{lines}{more}"
+    return f"{r.output}{PRINTED}{lines}{more}"
 
 
 def review_notes(results: list[CaseResult]) -> list[str]:
@@ -103,8 +106,15 @@ def review_notes(results: list[CaseResult]) -> list[str]:
             "staff to review." for component, review in flagged.items()]
 
 
+MAX_IGNORED_LISTED = 50  # a zip of thousands of files would bury the lines that matter; extra_data.files lists them all
+
+
 def account_lines(account: tuple[FileEntry, ...]) -> list[str]:
-    return ["Files in the submission:", *(f"  {entry}" for entry in account)] if account else []
+    """Every file graded, copied, skipped or misnamed, and the first MAX_IGNORED_LISTED of those ignored."""
+    unlisted = set([e for e in account if e.action == "ignored"][MAX_IGNORED_LISTED:])
+    listed = [f"  {entry}" for entry in account if entry not in unlisted]
+    more = [f"  ... and {sum(e.files for e in unlisted)} more files ignored"] * bool(unlisted)
+    return ["Files in the submission:", *listed, *more] if account else []
 
 
 def failure_json(message: str) -> dict:
@@ -141,6 +151,8 @@ def print_table(run: GradeRun, console: Console, verbosity: int = 0) -> None:
         console.print(note, markup=False, highlight=False)
     total, most = sum(r.score for r in run.results), sum(r.max_score for r in run.results)
     console.print(f"[bold]Total: {total:g} / {most:g}[/]  ({run.seconds:.1f} s; isolation: {run.isolation_line})", highlight=False)
+    if run.grader_failed:
+        console.print(f"[bold red]{escape(run.grader_failure_line())}[/]", highlight=False)
 
 
 def _print_cases(run: GradeRun, console: Console, verbosity: int) -> None:
@@ -148,7 +160,8 @@ def _print_cases(run: GradeRun, console: Console, verbosity: int) -> None:
     for column in ("#", "component", "case", "score", "result"):
         table.add_column(column, justify="right" if column in ("#", "score") else "left")
     for r in run.results:
-        mark = "[red]FAIL[/]" if not r.passed else "[green]pass[/]" if r.fraction == 1 else "[yellow]part[/]"
+        mark = ("[magenta]GRADER FAILED[/]" if r.outcome.kind == GRADER_FAILED else "[red]FAIL[/]" if not r.passed
+                else "[green]pass[/]" if r.fraction == 1 else "[yellow]part[/]")
         label = escape(r.case.name) + ("" if r.case.visible else f" [dim]({r.case.visibility})[/]")
         table.add_row(r.case.number, r.case.component, label, f"{r.score:.3g}/{r.max_score:g}", mark)
     console.print(table)
@@ -156,4 +169,5 @@ def _print_cases(run: GradeRun, console: Console, verbosity: int) -> None:
         if not r.passed or r.case.check in TIMING or r.printed or r.printed_more or verbosity > 0:  # failures, timing, printing
             console.print(f"[bold]{r.case.number} {escape(f'[{r.case.component}] {r.case.name}')}[/]", highlight=False)
             # soft_wrap: a long line stays one line (the terminal folds it), so every printed line keeps its "| "
-            console.print(textwrap.indent(feedback(r), "  "), markup=False, highlight=False, soft_wrap=True)
+            # printable: an exception message is the student's text too, and must not drive the TA's terminal
+            console.print(textwrap.indent(printable(feedback(r), keep="\n\t"), "  "), markup=False, highlight=False, soft_wrap=True)

@@ -29,7 +29,7 @@ from . import unittests
 from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING
 from .expected import Live, Replay
 from .forbidden import forbidden_names, scan_submission, syntax_error
-from .outcome import INTERNAL_ERROR, PASSED, Ended, Outcome
+from .outcome import GRADER_FAILED, INTERNAL_ERROR, PASSED, Ended, Outcome
 from .reference import Reference
 from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
@@ -37,7 +37,7 @@ from .sandbox.host.process import Deadline, Limits, StudentRaised, forkable, sta
 from .sandbox.host.proxy import Slot
 from .sandbox.host.template import Template, TemplateGone
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
-from .submission import Submission
+from .submission import Submission, printable
 from .timing import Speed, Verdict, reference_slot
 from .trial import Trial
 
@@ -93,6 +93,20 @@ class GradeRun:
     isolation: dict = field(default_factory=dict)  # the tier and what held, for the terminal and results.json
     rubric: dict = field(default_factory=dict)  # which rubric graded (collect.Rubric.record)
     forbidden: dict[str, str] = field(default_factory=dict)  # component -> its first case that reached a forbidden built-in
+
+    @property
+    def grader_failed(self) -> list[str]:
+        """The numbers of the cases the grader itself failed on (infra_error): nothing was decided about them."""
+        return [r.case.number for r in self.results if r.outcome.kind == GRADER_FAILED]
+
+    def grader_failure_line(self) -> str:
+        """What a person reading the results must know first when the grader failed on some cases; "" when it did not."""
+        failed = self.grader_failed
+        if not failed:
+            return ""
+        shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")
+        return (f"The grader itself failed on {len(failed)} case{'s' * (len(failed) != 1)} ({shown}): its own failure, not your "
+                "code's. Their points were not decided, so this score is not final; course staff must grade the submission again.")
 
     @property
     def isolation_line(self) -> str:
@@ -169,7 +183,7 @@ def grade(
     # parent-death signal follows the thread that started the process, and the lanes' threads end before grading does.
     modules = template_modules(_imports([k for _, cases in todo for k in cases]))
     forks = any(c.file in submission.files and forkable(c.forbidden_modules, modules) for c, cases in todo if cases)
-    template = start_template(isolation.tier, modules) if forks else None
+    template = _template(isolation.tier, modules) if forks else None
     pipeline = _Pipeline(order, floor, isolation.tier, reference,
                          lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
 
@@ -515,6 +529,15 @@ def _limits(cases: list[Case], rubric: Rubric) -> Limits:
     return Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
 
 
+def _template(tier: Tier, modules: tuple[str, ...]) -> Template | None:
+    """The submission's template, or None when its process cannot be started: workers then start from nothing, and
+    one that cannot start either is the grader's failure of the case that needed it (process.WorkerWontStart)."""
+    try:
+        return start_template(tier, modules)
+    except OSError:
+        return None
+
+
 def _imported(template: Template, floor: Floor) -> None:
     """The template's imports, a start like any worker's: never while a timing case runs, in a batch any job's."""
     with floor.shared(), contextlib.suppress(TemplateGone):
@@ -669,7 +692,7 @@ def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, roo
         outcome = _outcome(lambda: check(Trial(case, proxy, expected, secret, speed)))
     if not counted and outcome.passed:
         outcome = replace(outcome, message=outcome.message + " Reported only: without a GPU, timing earns no points here.")
-    shown = _printable(proxy.printed.text) if case.visible else ""  # hidden inputs must not show through what code prints
+    shown = printable(proxy.printed.text, keep="\n\t") if case.visible else ""  # hidden inputs must not show through prints
     return CaseResult(case, outcome, time.monotonic() - started, counted, shown, proxy.printed.more if case.visible else 0)
 
 
@@ -682,11 +705,5 @@ def _outcome(check: Callable[[], Verdict | Outcome | None]) -> Outcome:
         return exc.outcome()
     except Exception:
         traceback.print_exc()
-        return Outcome("internal", INTERNAL_ERROR)
+        return Outcome(GRADER_FAILED, INTERNAL_ERROR)
     return Outcome("passed", verdict.message, verdict.fraction, verdict.extra) if verdict else PASSED
-
-
-def _printable(text: str) -> str:
-    """Student text with control and format characters escaped, so that it cannot move the cursor, erase a line
-    of the grader's or turn text around in a terminal."""
-    return "".join(c if c.isprintable() or c in "\n\t" else ascii(c)[1:-1] for c in text)

@@ -107,9 +107,16 @@ def test_the_journal_resumes_past_a_line_cut_by_a_kill(tmp_path):
     with open(path, "a") as f:
         f.write('{"id": "2", "content": "c", "ke')  # killed while writing
     journal = Journal(path)
-    assert journal.done("1", "c", "k")["score"] == 3.0
-    assert journal.done("2", "c", "k") is None
-    assert journal.done("1", "changed content", "k") is None and journal.done("1", "c", "another rubric") is None
+    assert journal.current("1", "c", "k")["score"] == 3.0 and journal.done("1", "c", "k")
+    assert journal.current("2", "c", "k") is None and not journal.done("2", "c", "k")
+    assert not journal.done("1", "changed content", "k") and not journal.done("1", "c", "another rubric")
+
+
+def test_a_grading_the_grader_failed_is_in_the_gradebook_and_graded_again_on_resume(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.record({"id": "1", "content": "c", "key": "k", "status": "infra_error", "score": 3.0})
+    assert journal.current("1", "c", "k")["status"] == "infra_error"  # its row stays in grades.csv, saying so
+    assert not journal.done("1", "c", "k")  # and a rerun grades it again
 
 
 def test_the_gradebook_has_a_row_per_submission_even_one_not_graded(tmp_path):

@@ -16,7 +16,7 @@ from autograder.outcome import PASSED, Outcome
 from autograder.release.bundle import _write_staff_tests
 from autograder.report import leaderboard, results_json
 from autograder.rubric import RubricError, load_rubric
-from autograder.runner import CaseResult
+from autograder.runner import CaseResult, GradeRun
 
 RUBRIC = f"""
 course: staff tests
@@ -160,7 +160,7 @@ def test_the_leaderboard_ranks_only_right_answers(rubric):
     wrong = {**board, "lstm.forward": Outcome("wrong", "no"), "ngram.padding": Outcome("wrong", "no"),
              "transformer.speed": Outcome("passed", "flagged", 0.0, {"ratio": 0.01, "flagged": True})}
     assert leaderboard(results(rubric, wrong)) == []
-    data = results_json(type("Run", (), {"results": results(rubric, board), "seconds": 1.0, "isolation": {}, "rubric": {}})())
+    data = results_json(GradeRun(results=results(rubric, board), seconds=1.0))
     assert [e["name"] for e in data["leaderboard"]] == ["held-out perplexity", "LSTM speed-up", "Transformer speed-up"]
 
 
@@ -200,7 +200,7 @@ def test_staff_tests_fail_closed(graded):
     kinds = {name: (r.outcome.kind, r.score) for name, r in by_test.items()}
     assert kinds["test_assertion"] == ("wrong", 0) and "pad_sentence(['x'], 2) is not ['nope']" in by_test["test_assertion"].output
     assert kinds["test_hidden_error"] == ("wrong", 0) and by_test["test_hidden_error"].output == "The padding is not what the course expects."
-    assert kinds["test_bug"] == ("internal", 0) and kinds["test_too_much"] == ("internal", 0)
+    assert kinds["test_bug"] == ("infra_error", 0) and kinds["test_too_much"] == ("infra_error", 0)
     assert kinds["test_slow"] == ("timeout", 0)
     assert "leaderboard" not in data  # the component has failed cases: its value does not rank
     assert "SECRET DETAIL" not in json.dumps(data)

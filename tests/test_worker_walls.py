@@ -11,7 +11,7 @@ import resource
 import pytest
 from attacks import SOLUTIONS, tier
 
-from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, WorkerFailure, start_template, worker_env
+from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, WorkerWontStart, start_template, worker_env
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import STUDENT_ID_BASE
 
@@ -82,12 +82,13 @@ def test_the_worker_walls_itself_in(slot):
 
 @pytest.mark.parametrize("forked", [False, True])
 def test_a_worker_that_cannot_start_leaves_nothing_open(forked):
-    """A worker that dies while starting (here: its guard cannot find what it must forbid) takes its pipes with it."""
+    """A worker that dies while starting (here: its guard cannot find what it must forbid) takes its pipes with it,
+    and the failure is the grader's (no student code had run)."""
     template = start_template(tier()) if forked else None
     before = sorted(os.listdir("/proc/self/fd"))
     for _ in range(3):
         slot = Slot(SOLUTIONS, [], ["no_such_module.call"], Limits(), tier(), template=template)
-        with pytest.raises(WorkerFailure, match="exited with status 1"):
+        with pytest.raises(WorkerWontStart, match=r"could not start \(the worker process exited with status 1; tier"):
             slot.start()
     assert sorted(os.listdir("/proc/self/fd")) == before
     if template:

@@ -71,7 +71,10 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         results = reply["results"] if "results" in reply else results_json(reply["run"], reply["account"])
         write_results(out / "results" / sid / "results.json", results)
         per_component, per_part = points(rubric, results)
-        row = {"id": sid, "content": contents[sid], "key": key, "status": reply["status"], "message": reply.get("message", ""),
+        status, message = reply["status"], reply.get("message", "")
+        if "run" in reply and reply["run"].grader_failed:  # graded, but not all of it: the grader's failure, to grade again
+            status, message = "infra_error", reply["run"].grader_failure_line()
+        row = {"id": sid, "content": contents[sid], "key": key, "status": status, "message": message,
                "score": float(results.get("score", 0.0)), "max_score": max_score(rubric), "components": per_component,
                "parts": per_part, "leaderboard": results.get("leaderboard", []), "seconds": round(reply.get("seconds", 0.0), 2),
                "graded_at": time.time()}
@@ -88,7 +91,7 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
         if todo:
             isolation = _backend(rubric, setup, options, cores, say).run([Task(e.id, e.path) for e in todo], done)
     finally:
-        rows = {e.id: journal.latest[e.id] for e in entries if journal.done(e.id, contents[e.id], key)}
+        rows = {e.id: journal.latest[e.id] for e in entries if journal.current(e.id, contents[e.id], key)}
         write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
         write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": isolation},
                                                             time.monotonic() - started))

@@ -49,9 +49,15 @@ class Journal:
                 if isinstance(entry, dict) and isinstance(entry.get("id"), str):
                     self.latest[entry["id"]] = entry
 
-    def done(self, sid: str, content: str, key: str) -> dict | None:
+    def current(self, sid: str, content: str, key: str) -> dict | None:
+        """The submission's latest line, when it graded these contents with this key: its row in the gradebook."""
         entry = self.latest.get(sid)
         return entry if entry and entry.get("content") == content and entry.get("key") == key else None
+
+    def done(self, sid: str, content: str, key: str) -> bool:
+        """Whether the submission needs no grading: a grading the grader itself failed (infra_error) is graded again."""
+        entry = self.current(sid, content, key)
+        return entry is not None and entry.get("status") != "infra_error"
 
     def record(self, entry: dict) -> None:
         """Append one finished submission, durably, before anything else counts it as done."""

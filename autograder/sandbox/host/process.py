@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ...outcome import Ended
+from ...outcome import Ended, GraderFailed
 from . import reaper
 from ..worker import wire
 from .template import Template, TemplateGone
@@ -78,7 +78,15 @@ class WorkerFailure(Ended):
 
 
 class WorkerDied(WorkerFailure):
-    pass
+    """The worker's process ended: `notice` says how, in facts; the message adds what student code may have done."""
+
+    def __init__(self, notice: str, exited: bool):
+        super().__init__(notice + (" (sys.exit or os._exit in student code?)" if exited else ""))
+        self.notice = notice
+
+
+class WorkerWontStart(GraderFailed):
+    """A worker died or hung before it was ready: no student code had run in it, so the failure is the grader's."""
 
 
 class CallTimeout(WorkerFailure):
@@ -177,7 +185,14 @@ class Worker:
             for name in WORKER_FILES:
                 shutil.copy(WORKER_SIDE / name, runtime / name)
             argv = [sys.executable, "-I", str(runtime / "worker.py"), str(request_read), str(reply_write)]
-            self.process = Started(tier.command(argv, self.scratch, workdir), workdir, (request_read, reply_write), tier.bwrap is not None)
+            try:
+                self.process = Started(tier.command(argv, self.scratch, workdir), workdir, (request_read, reply_write),
+                                       tier.bwrap is not None)
+            except OSError as exc:  # no process to close: only the pipes and the scratch folder
+                for fd in (request_read, reply_write, self.request_fd, self.reply_fd):
+                    os.close(fd)
+                shutil.rmtree(self.scratch, ignore_errors=True)
+                raise WorkerWontStart(f"the process that runs the submission could not be started ({exc})") from None
         os.close(request_read)
         os.close(reply_write)
         # In a PID namespace the grader's pids mean nothing, and the grader cannot be seen anyway.
@@ -198,9 +213,10 @@ class Worker:
         }
         try:
             ready, _ = self.exchange(hello, [], Deadline.after(STARTUP_SECONDS))
-        except WorkerFailure:  # nobody else holds this worker yet: its pipes and process end here
+        except WorkerFailure as exc:  # nobody else holds this worker yet: its pipes and process end here
             self.close()
-            raise
+            why = exc.notice if isinstance(exc, WorkerDied) else str(exc)
+            raise WorkerWontStart(f"the process that runs the submission could not start ({why}; tier {tier.name})") from None
         self.held = ready.get("held", {})  # sent before any student code ran, so it can be believed
 
     def exchange(self, header: dict, blobs: list[bytes], deadline: Deadline) -> tuple[dict, list[bytes]]:
@@ -208,22 +224,23 @@ class Worker:
             wire.write_frame(self.request_fd, header, blobs, deadline.at)
             reply, reply_blobs = wire.read_frame(self.reply_fd, deadline.at, self.limits.reply_bytes)
         except (wire.WireClosed, BrokenPipeError):
-            raise WorkerDied(self.death_notice()) from None
+            raise WorkerDied(*self.death_notice()) from None
         except wire.WireTimeout:
             raise CallTimeout(deadline.seconds) from None
         except wire.WireError as exc:
             raise BadReply(f"the worker sent a malformed reply ({exc})") from None
         return reply, reply_blobs
 
-    def death_notice(self) -> str:
+    def death_notice(self) -> tuple[str, bool]:
+        """How the worker ended, and whether it exited by itself (with a status) rather than by a signal."""
         code = self.process.exit_code(2.0)
         if code is None:
-            return "the worker stopped answering"
+            return "the worker stopped answering", False
         if code < 0:
             name = signal.Signals(-code).name
             hint = {"SIGXCPU": " (CPU time limit)", "SIGKILL": " (killed, often for memory)", "SIGXFSZ": " (file size limit)"}
-            return f"the worker process was killed by {name}{hint.get(name, '')}"
-        return f"the worker process exited with status {code} (sys.exit or os._exit in student code?)"
+            return f"the worker process was killed by {name}{hint.get(name, '')}", False
+        return f"the worker process exited with status {code}", True
 
     def close(self) -> None:
         for fd in (self.request_fd, self.reply_fd):

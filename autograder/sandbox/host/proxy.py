@@ -12,10 +12,10 @@ import os
 import signal
 from pathlib import Path
 
-from ...outcome import Ended
+from ...outcome import Ended, GraderFailed
 from . import reaper
 from ..worker import wire
-from .process import BadReply, Deadline, Limits, StudentRaised, Worker, WorkerFailure
+from .process import BadReply, CallTimeout, Deadline, Limits, StudentRaised, Worker, WorkerFailure, WorkerWontStart
 from .template import Template
 from .tiers import Tier
 
@@ -67,24 +67,36 @@ class Remote:
 
 
 class Slot:
-    """One worker at a time for a submission (or for the reference's solutions): started on first use, replaced
-    after it fails. Checks reach it through a Proxy, one per case."""
+    """One worker at a time for a submission (or for the reference's solutions: `staff`): started on first use,
+    replaced after it fails. Checks reach it through a Proxy, one per case. A worker that fails to start
+    START_TRIES times is not tried again: each later case ends at once with the same grader's failure."""
+
+    START_TRIES = 2
 
     def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
-                 imports: tuple[str, ...] = (), template: Template | None = None):
+                 imports: tuple[str, ...] = (), template: Template | None = None, staff: bool = False):
         self.submission_dir, self.limits, self.tier, self.imports = submission_dir, limits, tier, imports
         self.forbidden_modules, self.forbidden_calls, self.template = forbidden_modules, forbidden_calls, template
+        self.staff = staff  # runs staff code only: whatever goes wrong in it is the grader's failure
         self.worker: Worker | None = None
         self.held: dict = {}  # what the last worker reported of its walls before student code ran
+        self.failed_starts: list[WorkerWontStart] = []
 
     def proxy(self, deadline: Deadline) -> Proxy:
         return Proxy(self, deadline)
 
     def start(self) -> None:
-        if self.worker is None:
+        if self.worker is not None:
+            return
+        if len(self.failed_starts) >= self.START_TRIES:
+            raise self.failed_starts[-1]
+        try:
             self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier, self.imports,
                                  self.template)
-            self.held = self.worker.held
+        except WorkerWontStart as exc:
+            self.failed_starts.append(exc)
+            raise
+        self.held = self.worker.held
 
     def stop(self) -> None:
         if self.worker is not None:
@@ -190,17 +202,27 @@ class Proxy:
         return self.put(wire.Make("spy", dotted))
 
     def _request(self, op: str, args: list, keep: bool):
-        blobs: list[bytes] = []
-        header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep}
-        reply, reply_blobs = self._slot.exchange(header, blobs, self.deadline)
         try:
-            result = self._unpack(reply, reply_blobs)
-        except WorkerFailure:  # a reply that cannot be believed: the worker is out of step, replace it
-            self._slot.stop()
+            result = self._answer(op, args, keep)
+        except (CallTimeout, GraderFailed):  # a timeout is the case's, whoever's call ran out its time
+            raise
+        except Ended as exc:
+            if self._slot.staff:  # staff code that raised, died or sent nonsense: nothing the student did
+                raise GraderFailed(f"the reference's worker failed ({exc})") from None
             raise
         if isinstance(result, wire.Handle):
             return Remote(self, wire.Expr(result))
         return result
+
+    def _answer(self, op: str, args: list, keep: bool):
+        blobs: list[bytes] = []
+        header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep}
+        reply, reply_blobs = self._slot.exchange(header, blobs, self.deadline)
+        try:
+            return self._unpack(reply, reply_blobs)
+        except WorkerFailure:  # a reply that cannot be believed: the worker is out of step, replace it
+            self._slot.stop()
+            raise
 
     def _unpack(self, reply: dict, blobs: list[bytes]):
         self.printed.add(reply.get("printed", ""), reply.get("printed_more", 0))

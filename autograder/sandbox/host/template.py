@@ -49,10 +49,16 @@ class Template:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control.settimeout(REPLY_SECONDS)
         argv = [sys.executable, "-I", str(runtime / "template.py"), str(theirs.fileno())]
-        self.proc = reaper.start(tier.command(argv, self.root, self.root), cwd=self.root, env={**env, "HOME": str(self.root)},
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 pass_fds=(theirs.fileno(),))
-        theirs.close()
+        try:
+            self.proc = reaper.start(tier.command(argv, self.root, self.root), cwd=self.root, env={**env, "HOME": str(self.root)},
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     pass_fds=(theirs.fileno(),))
+        except OSError:  # nothing started: nothing of it is left behind
+            self.control.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
         self.lock = threading.Lock()  # one request and its reply at a time
         self.pid: int | None = None  # its own pid as its workers see it, once it is ready
         self.gone = False

@@ -78,7 +78,7 @@ class Tier:
         if self.bwrap is None:
             return argv
         as_root = self.student_id is not None
-        return [*bubblewrap_args(self.bwrap, self.python_paths, scratch, workdir, as_root), "--", *argv]
+        return [*bubblewrap_args(self.bwrap, self.python_paths, scratch, workdir, as_root, self.hidden), "--", *argv]
 
 
 def choose_tier(hidden: list[Path], require: str = "same-user") -> Tier:
@@ -148,11 +148,15 @@ def _probe(tier: Tier, argv: list[str]) -> str | None:
 
 def python_paths(hidden: tuple[Path, ...]) -> tuple[Path, ...]:
     """What the worker's Python needs to see: its prefixes and sys.path, and the folders of CUDA's driver that
-    workers are told of (cuda_driver_dirs), less anything hidden or holding it."""
-    wanted = [Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in sys.path if p and os.path.isdir(p)), *cuda_driver_dirs()]
+    workers are told of (cuda_driver_dirs), less anything hidden or holding it. Python's own prefixes are kept
+    even when they hold something hidden (results or a secret a TA wrote into the venv): bubblewrap_args masks
+    that, and Python keeps its files."""
+    prefixes = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    wanted = [*prefixes, *(Path(p) for p in sys.path if p and os.path.isdir(p)), *cuda_driver_dirs()]
     keep: list[Path] = []
     for path in (p.resolve() for p in wanted):
-        if any(path.is_relative_to(h) or h.is_relative_to(path) for h in hidden):
+        holds = any(h.is_relative_to(path) for h in hidden) and not any(path.is_relative_to(p) for p in prefixes)
+        if holds or any(path.is_relative_to(h) for h in hidden):
             continue
         if not any(path.is_relative_to(k) for k in keep):
             keep = [k for k in keep if not k.is_relative_to(path)] + [path]
@@ -183,7 +187,8 @@ def _grader_only(path: Path) -> bool:
     return st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
 
 
-def bubblewrap_args(bwrap: str, python: tuple[Path, ...], scratch: Path, workdir: Path, as_root: bool) -> list[str]:
+def bubblewrap_args(bwrap: str, python: tuple[Path, ...], scratch: Path, workdir: Path, as_root: bool,
+                    hidden: tuple[Path, ...] = ()) -> list[str]:
     # As root, no user namespace: the worker must still be able to drop to the student uid inside.
     unshare = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"] if as_root else ["--unshare-all"]
     args = [bwrap, *unshare, "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -206,7 +211,18 @@ def bubblewrap_args(bwrap: str, python: tuple[Path, ...], scratch: Path, workdir
             args += ["--ro-bind", str(path), str(path)]
     for device in sorted(glob.glob("/dev/nvidia*")):  # a lent GPU
         args += ["--dev-bind", device, device]
-    return [*args, "--bind", str(scratch), str(scratch), "--chdir", str(workdir)]
+    return [*args, *_masks(hidden, [Path("/usr"), *python]), "--bind", str(scratch), str(scratch), "--chdir", str(workdir)]
+
+
+def _masks(hidden: tuple[Path, ...], bound: list[Path]) -> list[str]:
+    """Mounts over each hidden path inside a bound folder (results or a secret a TA put in the venv): an empty
+    read-only folder over a folder, /dev/null over a file. What is hidden stays out of reach without taking
+    Python's folder with it, which would leave workers nothing to start."""
+    args: list[str] = []
+    for path in hidden:
+        if path.exists() and any(path.is_relative_to(b) for b in bound):
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    return args
 
 
 def hide(paths: tuple[Path, ...]) -> None:
