@@ -17,7 +17,7 @@ STATUSES = {
     "not_gradable": "nothing readable was submitted (no file the rubric grades, an unreadable zip or notebook)",
     "timeout": "grading ran past the batch's budget per submission and was stopped",
     "crashed": "the grading process died while grading it",
-    "infra_error": "the grader itself failed (its traceback is in the batch's log)",
+    "infra_error": "the grader itself failed, on the whole submission or on some cases (its traceback is in the batch's log); a rerun grades it again",
 }
 FIXED = ["submission_id", "name", "sid", "email", "status", "score", "max_score"]
 
