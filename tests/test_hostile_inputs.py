@@ -517,3 +517,18 @@ def test_a_hostile_zip_is_graded_and_its_names_reach_neither_terminal_nor_result
     assert shown in graded.results["output"].split("\n") and shown.split(":")[0].strip() in graded.output
     assert "  hw/ngram.py: graded: converted from UTF-16 to UTF-8 (save it as UTF-8)" in graded.results["output"].split("\n")
     assert f"hw/{ESCAPE}\n.txt" in [f["path"] for f in graded.results["extra_data"]["files"]]
+
+
+def test_a_file_past_the_read_limit_costs_a_batch_nothing(tmp_path):
+    """A class folder's submission holding a 100 MiB file: the journal's digest streams it (a batch used to stop on
+    any unreadable file), and grading reads none of it past the limit (read_within), saying so."""
+    folder = tmp_path / "class" / "ann"
+    folder.mkdir(parents=True)
+    (folder / "ngram.py").write_text(NGRAM)
+    with open(folder / "weights.py", "wb") as f:
+        f.truncate(100 << 20)
+    entries, _ = read_batch(tmp_path / "class", tmp_path / "unpacked")
+    assert len(entries[0].digest()) == 64
+    sub = open_submission(entries[0].path, tmp_path / "out")
+    assert sub.files == {"ngram.py"} and "weights.py: skipped: weights.py could not be read (it is 100.0 MiB, more than the " \
+        f"{MAX_NOTEBOOK_BYTES >> 20}.0 MiB the grader reads)" in lines(sub)
