@@ -481,16 +481,19 @@ def _zip_sources(path: Path) -> dict:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise SubmissionError(f"{path.name} is not a readable zip file ({exc})") from None
-    members = {}
+    members, earlier = {}, {}
     for m in archive.infolist():
         name = zip_name(m)
         if name is None:
             raise SubmissionError(f"{path.name} holds an unsafe path: {printable(m.filename)}; zip the folder again, from inside it")
+        if name in members:  # appending to a zip adds an entry beside the old one; unzip keeps the last, and so does this
+            earlier[f"{name} (an earlier entry)"] = f"the zip holds {name} again after this entry: the last one is read"
         if not m.is_dir():
             members[name] = m
     if sum(m.file_size for name, m in members.items() if _CODE.fullmatch(PurePosixPath(name).name)) > MAX_ZIP_BYTES:
         raise SubmissionError(f"{path.name} unpacks to more than {MAX_ZIP_BYTES >> 20} MiB of Python files and notebooks")
-    return _linked({name: zip_link(archive, m) for name, m in members.items()}, lambda name: archive.read(members[name].filename))
+    return earlier | _linked({name: zip_link(archive, m) for name, m in members.items()},
+                             lambda name: archive.read(members[name].filename))
 
 
 def zip_name(member: zipfile.ZipInfo) -> str | None:

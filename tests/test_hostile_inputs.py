@@ -378,7 +378,9 @@ def test_of_duplicate_entries_the_last_written_is_graded(tmp_path):
         with zipfile.ZipFile(archive, "a") as z:  # what appending to a zip does: the newer entry after the older
             z.writestr("ngram.py", NGRAM)
     sub = open_submission(archive, tmp_path / "out")
-    assert (sub.dir / "ngram.py").read_text() == NGRAM and lines(sub) == ["ngram.py: graded"]
+    assert (sub.dir / "ngram.py").read_text() == NGRAM
+    assert lines(sub) == ["ngram.py (an earlier entry): skipped: the zip holds ngram.py again after this entry: the last one is read",
+                          "ngram.py: graded"]
 
 
 # ---- file names meant for a terminal -------------------------------------------------------------------------------
