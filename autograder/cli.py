@@ -13,7 +13,7 @@ import tempfile
 import traceback
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,7 +25,7 @@ from .batch.cluster import ClusterError
 from .batch.report import DEFAULT_THRESHOLD
 from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
-from .release.bundle import BundleError, check_bundle_target, write_bundle
+from .release.bundle import BUNDLE_OWN, BundleError, check_bundle_target, write_bundle
 from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
@@ -62,6 +62,15 @@ def print_account(account, ui: Terminal) -> None:
     if ui.verbosity >= 0:
         for line in account_lines(account):
             ui.out.print(line, markup=False, highlight=False)
+
+
+def students_own(account, rubric: Rubric, folder: Path) -> tuple:
+    """The account of a check, less what a student bundle holds of its own (its grader, handouts, rubric) and the
+    caches and hidden folders tools leave (.venv/, __pycache__/), when the folder checked is the bundle itself."""
+    if rubric.expected is None or folder.resolve() != rubric.path.parent:
+        return account
+    own = {*BUNDLE_OWN, "__pycache__", "__MACOSX", *(PurePosixPath(f).parts[0] for f in rubric.staff_files)}
+    return tuple(e for e in account if not (PurePosixPath(e.path).parts[0] in own or e.action == "ignored" and e.path.startswith(".")))
 
 
 def rubric_of(args, ui: Terminal) -> Rubric:
@@ -135,7 +144,7 @@ def cmd_check(args, ui: Terminal) -> int:
         ui.error(str(exc))
         return USAGE_ERROR
     print_table(run, ui.out, ui.verbosity)
-    print_account(submission.account, ui)
+    print_account(students_own(submission.account, rubric, Path(args.dir)), ui)
     ui.out.print(f"These are the {len(run.results)} visible cases. {run.hidden_not_run} more cases run only when your submission "
                  "is graded (hidden cases, and in a student bundle the timing cases), so passing here does not mean full marks.",
                  highlight=False)

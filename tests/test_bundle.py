@@ -26,13 +26,13 @@ from autograder.cases import FILES, TIMING
 from autograder.rubric import load_rubric
 from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
-from autograder.release.bundle import grading_pins
+from autograder.release.bundle import BUNDLE_OWN, grading_pins
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
 from autograder.submission import CHECK_TAG, open_submission
 
-RELEASED = {"README.md", "requirements.txt", "grading.yaml", "expected.bin", "autograder", "handouts", "notebooks",
-            "test_visible.py", "pytest.ini"}
+# The bundle's own files at its top (release.bundle.BUNDLE_OWN, which `check` leaves out of its account), and the notebooks.
+RELEASED = {*BUNDLE_OWN, "notebooks"}
 
 
 def release(out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -209,13 +209,15 @@ def as_typed(bundle: Path, command: str) -> subprocess.CompletedProcess:
 def test_the_readme_commands_run_as_written(part1, tmp_path):
     """Every command the README gives for checking work (the code block, and the notebooks' command in its text), run
     literally in the bundle: on the starter each exits 1 with the grader's messages alone, on the solutions 0; `pytest
-    -k ngram` runs ngram's cases and no others."""
+    -k test_ngram` runs ngram's cases and no others, `pytest -k pad_sentence` those of that function; `check` lists the
+    student's files, not the bundle's own (its grader, handouts, rubric, pytest's cache)."""
     commands = readme_block(part1, "Check your work")
     commands += re.findall(r"`(python -m autograder check --dir notebooks)`", (part1 / "README.md").read_text())
-    assert commands == ["python -m autograder check", "python -m autograder check ngram", "pytest", "pytest -k ngram",
-                        "python -m autograder check --dir notebooks"]
+    assert commands == ["python -m autograder check", "python -m autograder check ngram", "pytest", "pytest -k test_ngram",
+                        "pytest -k pad_sentence", "python -m autograder check --dir notebooks"]
     rubric = load_rubric(part1 / "grading.yaml")
     ngram, backprop = (len(rubric.component(c).cases) for c in ("ngram", "backprop"))
+    picked = {"test_ngram": ngram, "pad_sentence": sum("pad_sentence" in c.name for c in rubric.component("ngram").cases)}
     points = {c.id: sum(k.points for k in c.cases) for c in rubric.components}
     solved = tmp_path / "student"
     shutil.copytree(part1, solved)
@@ -230,24 +232,33 @@ def test_the_readme_commands_run_as_written(part1, tmp_path):
         done = as_typed(solved, command)
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
         if command.startswith("pytest"):
-            want = f"{ngram} passed, {backprop} deselected" if "-k" in command else f"{ngram + backprop} passed"
+            n = picked[command.split()[-1]] if "-k" in command else ngram + backprop
+            want = f"{n} passed, {ngram + backprop - n} deselected" if "-k" in command else f"{n} passed"
             assert want in done.stdout, (command, done.stdout[-2000:])
             if "-k" in command:
-                assert f"{ngram} failed, {backprop} deselected" in starter.stdout, (command, starter.stdout[-2000:])
+                assert f"{n} failed, {ngram + backprop - n} deselected" in starter.stdout, (command, starter.stdout[-2000:])
         else:
             for component in ("ngram",) if command.endswith("ngram") else ("ngram", "backprop"):
                 assert f"{component}: {points[component]:g} / {points[component]:g}" in done.stdout, (command, done.stdout[-2000:])
+            listed = done.stdout.split("Files in the submission:")[1].split("These are the")[0]
+            assert {line.split(":")[0].strip() for line in listed.strip().splitlines()} == {
+                "ngram.py", "backprop.py", "notebooks/ngram.ipynb", "notebooks/backprop.ipynb"}, listed
 
 
 @pytest.mark.slow
-def test_pytest_k_picks_one_components_cases(bundle):
-    """Tests are named by component and case number (attention-5.1), not by case names, some of which name other
-    components: `pytest -k attention` collects the attention cases and nothing else."""
+def test_pytest_k_picks_one_components_cases_or_one_functions(bundle):
+    """Each component is one test function (test_attention), each case one of its tests named by number and name:
+    `pytest -k test_attention` collects the attention cases and nothing else, though other components' case names
+    say "attention"; `pytest -k pad_sentence` collects the cases of that function."""
     rubric = load_rubric(bundle / "grading.yaml")
     assert any("attention" in case.name for c in rubric.components if c.id != "attention" for case in c.cases)
-    proc = in_bundle(bundle, "-m", "pytest", "--collect-only", "-k", "attention")  # pytest.ini adds -q: one id a line
-    collected = [line for line in proc.stdout.splitlines() if "::" in line]
-    assert collected == [f"test_visible.py::test_visible_case[attention-{c.number}]" for c in rubric.component("attention").cases]
+
+    def collected(word: str) -> list[str]:
+        proc = in_bundle(bundle, "-m", "pytest", "--collect-only", "-k", word)  # pytest.ini adds -q: one id a line
+        return [line.split("[")[1].split("-")[0] for line in proc.stdout.splitlines() if "::" in line]
+
+    assert collected("test_attention") == [c.number for c in rubric.component("attention").cases]
+    assert collected("pad_sentence") == [c.number for c in rubric.component("ngram").cases if "pad_sentence" in c.name] != []
 
 
 @pytest.mark.slow

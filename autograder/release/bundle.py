@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,9 +33,15 @@ from .notebooks import Handout, write_notebook
 from .starter import render_starter
 
 EXPECTED = "expected.bin"
+# What a bundle holds of its own at its top, beside the starter files, the notebooks and the staff tests' folders:
+# `check` in the bundle lists none of it (cli.students_own), only the student's files (tests/test_bundle.py checks it).
+BUNDLE_OWN = ("README.md", "autograder", "expected.bin", "grading.yaml", "handouts", "pytest.ini", "requirements.txt",
+              "test_visible.py")
 
-PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs, and
-`pytest -k attention` one component's cases (each test is named by its component and case number: attention-5.1)."""
+PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs. Each component is
+one test function, each case one of its tests, named by its number and its name: `pytest -k test_attention` runs one
+component's cases, `pytest -k pad_sentence` the cases of one function (any word of a case's name picks it)."""
+import re
 from pathlib import Path
 
 import pytest
@@ -46,7 +53,6 @@ from autograder.sandbox.host.tiers import isolation_for
 from autograder.submission import open_submission
 
 RUBRIC = load_rubric(Path(__file__).with_name("grading.yaml"))
-CASES = [case for component in RUBRIC.components for case in component.cases]
 
 
 @pytest.fixture(scope="session")
@@ -66,13 +72,27 @@ def results(tmp_path_factory):
         yield result
 
 
-# Ids without the case names, which mention other components ("attention" in a Transformer case): -k picks by component.
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.component}-{c.number}" for c in CASES])
-def test_visible_case(case, results):
-    outcome = results(case)
-    if not outcome.passed:  # the grader's feedback alone: pytest's traceback would show the grader's code, not yours
-        pytest.fail(f"{case.number} {case.name}: {feedback(outcome)}", pytrace=False)
-    print(feedback(outcome))  # what your code printed, with `pytest -rP`
+def words(name):
+    """A case's name as one word pytest's -k can match: \"pad_sentence, n = 1\" -> \"pad_sentence_n_1\"."""
+    return re.sub(r"\\W+", "_", name).strip("_")
+
+
+def cases_of(component):
+    """The test of one component: a test per case, its id the case's number and name (\"1.1-pad_sentence_n_1\")."""
+    ids = [f"{case.number}-{words(case.name)}" for case in component.cases]
+
+    @pytest.mark.parametrize("case", component.cases, ids=ids)
+    def test(case, results):
+        outcome = results(case)
+        if not outcome.passed:  # the grader's feedback alone: pytest's traceback would show the grader's code, not yours
+            pytest.fail(f"{case.number} {case.name}: {feedback(outcome)}", pytrace=False)
+        print(feedback(outcome))  # what your code printed, with `pytest -rP`
+
+    return test
+
+
+for component in RUBRIC.components:
+    globals()[f"test_{component.id}"] = cases_of(component)
 '''
 
 STAFF_ONLY = "# Only the staff's tools"  # constraints.txt: the pins from this line on serve only staff (Ray, hypothesis)
@@ -119,11 +139,13 @@ python -m autograder check            # every component
 {check_one}# one component
 pytest                                # the same cases, as pytest tests
 {pytest_one}# one component's cases
+{pytest_word}# the cases whose name holds this word: one function's
 ```
 
 These run the visible cases exactly as the grader does: in a separate, walled-off process, with the
 grader's own feedback. `check` exits with status 0 when every visible case passes, 1 when one fails,
-and 2 when it cannot run (an unknown component, an unreadable `grading.yaml`). {not_here} more cases
+2 when it cannot run (an unknown component, an unreadable `grading.yaml`), and 3 when the grader itself
+failed on a case (its message says so: not your code; tell course staff). {not_here} more cases
 run only when you submit (hidden cases, and the timing cases that race your code against the
 reference's), so passing here does not mean full marks.
 
@@ -200,12 +222,18 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
         one = components[0].id  # the examples name a component this bundle holds
         (work / "README.md").write_text(README.format(course=rubric.course, title=title, files=listed, not_here=summary["not_here"],
                                                       check_one=f"python -m autograder check {one} ".ljust(38),
-                                                      pytest_one=f"pytest -k {one} ".ljust(38)))
+                                                      pytest_one=f"pytest -k test_{one} ".ljust(38),
+                                                      pytest_word=f"pytest -k {_first_word(components[0].cases[0].name)} ".ljust(38)))
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():
             out.rmdir()
         shutil.move(str(work), out)
     return {**summary, "files": files, "components": [c.id for c in components]}
+
+
+def _first_word(name: str) -> str:
+    """The first word of a case's name, which names the function it grades ("pad_sentence, n = 1")."""
+    return re.match(r"\w+", name)[0]
 
 
 def _copy_handouts(source: Path, target: Path, components) -> None:
