@@ -63,8 +63,10 @@ def reference_slot(solutions_dir: Path, tier: Tier, limits: Limits) -> Slot:
 
 def renew(reference: Slot) -> None:
     """A reference worker kept across submissions (a batch job keeps one) is replaced once it has used half its CPU
-    limit, so that RLIMIT_CPU never ends it in the middle of a student's timing case."""
+    limit, so that RLIMIT_CPU never ends it in the middle of a student's timing case. One that could not start for an
+    earlier submission is tried again for this one."""
     if reference.worker is None:
+        reference.stop()
         return
     try:
         proxy = reference.proxy(Deadline.after(30))

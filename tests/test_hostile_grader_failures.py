@@ -171,3 +171,24 @@ def test_a_graders_bug_in_a_check_is_infra_error_and_never_passes():
 
     outcome = _outcome(broken_check)
     assert (outcome.kind, outcome.message, outcome.passed) == (GRADER_FAILED, INTERNAL_ERROR, False)
+
+
+@pytest.mark.slow
+def test_a_slot_stops_trying_a_start_that_failed_twice_until_it_is_stopped(rubric):
+    """A share whose worker cannot start costs two tries, not one per case; a kept reference worker (a batch job's)
+    is tried again for the next submission (timing.renew stops the slot, which forgets its failed starts)."""
+    from autograder.sandbox.host.process import Limits, WorkerWontStart
+    from autograder.sandbox.host.proxy import Slot
+    from autograder.timing import renew
+
+    slot = Slot(SOLUTIONS, [], [], Limits(), Tier("bubblewrap", bwrap="/bin/false"), staff=True)
+    tries = []
+    for _ in range(4):
+        with pytest.raises(WorkerWontStart) as caught:
+            slot.start()
+        tries.append(caught.value)
+    assert tries[1] is not tries[0] and tries[3] is tries[2] is tries[1]  # the third and fourth tried nothing
+    renew(slot)
+    with pytest.raises(WorkerWontStart) as caught:
+        slot.start()
+    assert caught.value is not tries[1]

@@ -99,6 +99,8 @@ class Slot:
         self.held = self.worker.held
 
     def stop(self) -> None:
+        """End the worker, if one runs; the next use starts another, tried again however often starts failed before."""
+        self.failed_starts.clear()
         if self.worker is not None:
             self.worker.close()
             self.worker = None
