@@ -49,9 +49,9 @@ pip_install() {
 }
 # torch first, from its pin, so that nothing later pulls another build of it.
 pip_install ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} torch==2.13.0
-# Editable: the package stays in source/, which the grader hides from students. Installed into the
-# venv, it would be hidden there, and bubblewrap would then mount none of the venv for workers
-# (tiers.python_paths): the tier check below fails that way wherever Python lives under /root.
+# Editable: the package stays in source/ beside the rubric and the solutions, which the grader hides
+# from students as one folder (tiers.grader_files); workers need none of it (they run their own copy
+# of sandbox/worker/).
 pip_install -e "$SOURCE"
 
 # The root tier needs no account: each worker runs as a uid of its own (2^30 + the grader's pid).
