@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from .cases import FILES
 
@@ -555,17 +556,24 @@ def open_within(root: Path, parts: Sequence[str], flags: int) -> int:
     return fd
 
 
+def open_file_within(root: Path, rel: str) -> BinaryIO:
+    """The regular file `rel` (a path inside folder `root`), open for reading, no link below `root` followed;
+    OSError else (EINVAL for a pipe, device or folder in its place, which O_NONBLOCK keeps from blocking the open)."""
+    f = open(open_within(root, rel.split("/"), os.O_RDONLY | os.O_NONBLOCK), "rb")
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        raise OSError(errno.EINVAL, "not a regular file")
+    return f
+
+
 def read_within(root: Path, rel: str, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
-    """The bytes of the regular file `rel` (a path inside folder `root`), no link below `root` followed, and none
-    past `limit` (the largest file the grader reads: a huge file costs nothing); OSError else."""
-    fd = open_within(root, rel.split("/"), os.O_RDONLY | os.O_NONBLOCK)  # a pipe put in its place must not block
-    with open(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
+    """The bytes of the regular file `rel` inside `root` (open_file_within), none past `limit` (the largest file the
+    grader reads: a huge file costs nothing); OSError else."""
+    with open_file_within(root, rel) as f:
         data = f.read(limit + 1)
         if len(data) > limit:
-            raise OSError(errno.EFBIG, f"it is {_size(max(st.st_size, len(data)))}, more than the {_size(limit)} the grader reads")
+            size = max(os.fstat(f.fileno()).st_size, len(data))
+            raise OSError(errno.EFBIG, f"it is {_size(size)}, more than the {_size(limit)} the grader reads")
         return data
 
 

@@ -15,14 +15,13 @@ import hashlib
 import os
 import re
 import shutil
-import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from ..submission import open_within, printable, read_within, walk, zip_link, zip_name
+from ..submission import open_file_within, printable, read_within, walk, zip_link, zip_name
 
 METADATA = "submission_metadata.yml"
 SUBMISSION_SUFFIXES = (".zip", ".py", ".ipynb")
@@ -64,12 +63,15 @@ class Entry:
 
 
 def _file_digest(root: Path, rel: str) -> bytes:
-    """sha256 of a regular file inside `root`, read as read_within reads it but whole, however large: a file past the
-    grader's read limit is still part of what the submission is."""
-    with open(open_within(root, rel.split("/"), os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return b"not a regular file"
-        return hashlib.file_digest(f, "sha256").digest()
+    """sha256 of a regular file inside `root`, opened as read_within opens it but read whole, however large: a file
+    past the grader's read limit is still part of what the submission is."""
+    try:
+        with open_file_within(root, rel) as f:
+            return hashlib.file_digest(f, "sha256").digest()
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        return b"not a regular file"
 
 
 def read_batch(source: Path, unpack_to: Path) -> tuple[list[Entry], str]:
