@@ -30,7 +30,7 @@ from .release.gradescope import build_zip
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
 from .runner import grade
-from .sandbox.host.tiers import ORDER, TierUnavailable, isolation_for
+from .sandbox.host.tiers import ORDER, TierUnavailable, isolation_for, student_isolation
 from .submission import SubmissionError, open_submission, printable
 from .verify import MistakesError, load_mistakes, print_report, verify
 
@@ -65,12 +65,17 @@ def print_account(account, ui: Terminal) -> None:
 
 
 def students_own(account, rubric: Rubric, folder: Path) -> tuple:
-    """The account of a check, less what a student bundle holds of its own (its grader, handouts, rubric) and the
-    caches and hidden folders tools leave (.venv/, __pycache__/), when the folder checked is the bundle itself."""
+    """The account of a check, less what a student bundle holds of its own (its grader, handouts, rubric), what
+    installing it leaves (*.egg-info/, build/, and the venv's links in .venv/) and the caches and hidden folders tools
+    leave (__pycache__/, .pytest_cache/), when the folder checked is the bundle itself."""
     if rubric.expected is None or folder.resolve() != rubric.path.parent:
         return account
-    own = {*BUNDLE_OWN, "__pycache__", "__MACOSX", *(PurePosixPath(f).parts[0] for f in rubric.staff_files)}
-    return tuple(e for e in account if not (PurePosixPath(e.path).parts[0] in own or e.action == "ignored" and e.path.startswith(".")))
+    own = {*BUNDLE_OWN, "build", "__pycache__", "__MACOSX", *(PurePosixPath(f).parts[0] for f in rubric.staff_files)}
+
+    def of_the_bundle(entry) -> bool:
+        top = PurePosixPath(entry.path).parts[0]
+        return top in own or top.endswith(".egg-info") or top.startswith(".")
+    return tuple(e for e in account if not of_the_bundle(e))
 
 
 def rubric_of(args, ui: Terminal) -> Rubric:
@@ -133,12 +138,15 @@ def cmd_grade(args, ui: Terminal) -> int:
 def cmd_check(args, ui: Terminal) -> int:
     try:
         rubric = rubric_of(args, ui)
-        components = [args.component] if args.component else None
-        if components:
-            rubric.component(args.component)
+        components = args.component or None
+        for cid in components or ():
+            rubric.component(cid)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
             submission = open_submission(Path(args.dir), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
-            with isolation_for(rubric.path.parent, rubric.solutions_dir, require=args.require_tier) as isolation:
+            isolation, portable = student_isolation(rubric.path.parent, rubric.solutions_dir, args.require_tier)
+            if portable:
+                ui.note(portable)
+            with isolation:
                 run = grade(rubric, submission, secret="local", isolation=isolation, component_ids=components, visible_only=True)
     except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
         ui.error(str(exc))
@@ -336,9 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_report)
 
     c = sub.add_parser("check", parents=[common], help="run the visible cases on your files, exactly as the grader does")
-    c.add_argument("component", nargs="?", help="one component id, e.g. ngram (default: all)")
+    c.add_argument("component", nargs="*", help="component ids, e.g. ngram or ngram backprop (default: all)")
     c.add_argument("--dir", default=".", help="folder holding your files (default: here)")
-    c.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to run below this isolation tier")
+    c.add_argument("--require-tier", choices=("portable", *ORDER), default="portable",
+                   help="refuse to run below this isolation tier (portable, no sandbox, only where the sandbox cannot run)")
     c.set_defaults(func=cmd_check)
 
     r = sub.add_parser("release", parents=[common], help="write the rules into the handouts and solutions, generate starter/ "
@@ -364,12 +373,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a Windows pipe's code page cannot show every character: show the rest escaped
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
     ui = Terminal(Console(highlight=False), Console(stderr=True, highlight=False, soft_wrap=True), min(args.verbose, 1) - min(args.quiet, 1))
     try:
         return args.func(args, ui)
     except KeyboardInterrupt:  # every worker is dead by now (run.grade sweeps on the way out)
         ui.err.print("interrupted", highlight=False)
         return INTERRUPTED
+
+
+def check_main() -> int:
+    """The `check` command that installing a student bundle puts on the PATH: `check ngram --dir notebooks` is
+    `autograder check ngram --dir notebooks`."""
+    return main(["check", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -267,9 +267,9 @@ def _is_real(x) -> bool:
 
 def _mapping_difference(got: Mapping, want: Mapping, visible: bool) -> str:
     """Counts of missing, unexpected and wrong keys; examples only where expected values may be shown."""
-    missing = [k for k in want if k not in got]
-    extra = [k for k in got if k not in want]
-    wrong = [k for k in want if k in got and not _equal(got[k], want[k])]
+    missing = sorted((k for k in want if k not in got), key=_repr)  # sorted: the example shown is the same in every run
+    extra = sorted((k for k in got if k not in want), key=_repr)
+    wrong = sorted((k for k in want if k in got and not _equal(got[k], want[k])), key=_repr)
 
     def example(keys, detail=lambda k: _short(k)) -> str:
         return f" (e.g. {detail(keys[0])})" if visible else ""
@@ -285,8 +285,22 @@ def _mapping_difference(got: Mapping, want: Mapping, visible: bool) -> str:
 
 
 def _short(value, limit: int = 120) -> str:
-    text = repr(value)
+    text = _repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _repr(value) -> str:
+    """repr, but a set's items sorted: Python orders them by a hash seeded afresh in each process, and the same
+    difference must read the same in every run (the portable runner's and the sandbox's alike)."""
+    if isinstance(value, (set, frozenset)):
+        items = ", ".join(sorted(map(_repr, value)))
+        return f"{{{items}}}" if isinstance(value, set) and value else f"{type(value).__name__}({{{items}}})" if value else repr(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (set, frozenset, list, tuple, dict)) for v in value):
+        items = ", ".join(map(_repr, value))
+        return f"[{items}]" if isinstance(value, list) else f"({items}{',' * (len(value) == 1)})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_repr(k)}: {_repr(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def _likely(got, hints: Candidates | None, tol: Tolerance | None) -> str:

@@ -10,7 +10,6 @@ its check returned normally.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import importlib
 import os
@@ -33,6 +32,7 @@ from .outcome import GRADER_FAILED, INTERNAL_ERROR, PASSED, Ended, Outcome
 from .reference import Reference
 from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
+from .sandbox.host.floor import Floor
 from .sandbox.host.process import Deadline, Limits, StudentRaised, forkable, start_template, template_modules
 from .sandbox.host.proxy import Slot
 from .sandbox.host.template import Template, TemplateGone
@@ -166,7 +166,7 @@ def grade(
     floor = Floor(machine)
     report = _InOrder(run, on_result, [sum(i == j for j, _ in shares) for i in range(len(todo))],
                       lambda plan, results: _judged(plan, results, submission.caveats.get(plan.component.file)))
-    count = max(1, min(lanes or len(os.sched_getaffinity(0)), LANES, len(shares)))
+    count = max(1, min(lanes or usable_cores(), LANES, len(shares)))
     # Shares with imports of their own first (they hold the heaviest cases), then the costliest of the others, then the
     # rubric's order (the first parts of a course are the cheapest), so that the lanes end close together.
     # The reference's worker, which every timing case uses, starts in turn just before the second share that times:
@@ -182,7 +182,7 @@ def grade(
     # cases' own requests import (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a
     # parent-death signal follows the thread that started the process, and the lanes' threads end before grading does.
     modules = template_modules(_imports([k for _, cases in todo for k in cases]))
-    forks = any(c.file in submission.files and forkable(c.forbidden_modules, modules) for c, cases in todo if cases)
+    forks = isolation.tier.walled and any(c.file in submission.files and forkable(c.forbidden_modules, modules) for c, cases in todo if cases)
     template = _template(isolation.tier, modules) if forks else None
     pipeline = _Pipeline(order, floor, isolation.tier, reference,
                          lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
@@ -311,150 +311,19 @@ class _Pipeline:
         for plan in self.plans:
             if plan.slot:
                 plan.slot.stop()
-        for uid in range(STUDENT_IDS):
+        for uid in range(STUDENT_IDS) if self.tier.walled else ():
             reaper.sweep(self.tier.with_id(uid).student_id)
 
 
 LANES = 2  # components graded at once at most (tiers.STUDENT_IDS holds two uids per lane)
 
 
-class Floor:
-    """Who may run while something is timed: correctness cases and worker starts share the machine, while a
-    timing case runs alone. It waits for every other lane's case or start to end, holds new ones back (a
-    waiting timing case goes first) and stops every other student worker still alive, with what it left
-    running, until it ends.
-
-    `machine`: a lock file that other graders on this machine share (the job processes of `grade-all`), so
-    that a timing case also waits for, and holds back, their cases; a lane held back by another process's
-    timing case stops this process's idle student workers while it waits."""
-
-    def __init__(self, machine: Path | None = None):
-        self._changed = threading.Condition()
-        self._sharing = self._waiting = 0
-        self._alone = False
-        self._slots: list[Slot] = []
-        self._machine = _MachineFloor(machine, self._registered) if machine else None
-
-    def register(self, slot: Slot | None) -> None:
-        if slot:
-            with self._changed:
-                self._slots.append(slot)
-
-    @contextlib.contextmanager
-    def shared(self, slot: Slot | None = None):
-        """A case or start in `slot`'s worker, while no timing case runs."""
-        with self._changed:
-            self._changed.wait_for(lambda: not self._alone and not self._waiting)
-            self._sharing += 1
-        try:
-            with self._machine.shared(slot) if self._machine else contextlib.nullcontext():
-                yield
-        finally:
-            with self._changed:
-                self._sharing -= 1
-                self._changed.notify_all()
-
-    @contextlib.contextmanager
-    def alone(self, own: Slot):
-        with self._changed:
-            self._waiting += 1
-            self._changed.wait_for(lambda: not self._alone and not self._sharing)
-            self._waiting -= 1
-            self._alone = True
-        try:
-            with self._machine.alone(own) if self._machine else contextlib.nullcontext(), contextlib.ExitStack() as paused:
-                for slot in self._registered():
-                    if slot is not own:
-                        paused.enter_context(slot.paused())
-                yield
-        finally:
-            with self._changed:
-                self._alone = False
-                self._changed.notify_all()
-
-    def _registered(self) -> list[Slot]:
-        with self._changed:
-            return list(self._slots)
-
-
-class _MachineFloor:
-    """Floor's rule between processes, with flock(2) on two files: `room` is held shared by every case and
-    start, exclusively by a timing case; `turnstile` is held by a timing case from the moment it waits, and
-    passed through by everyone else, so that waiting timing cases go first.
-
-    While a lane of this process waits at the turnstile, the process's idle workers stay stopped; a worker
-    whose lane holds the room runs: its lane resumes it on the way in, and no waiting lane stops it until it
-    is idle again. Otherwise a case could hold the room with its worker stopped, while the timing case that
-    stopped it waits for the room."""
-
-    def __init__(self, path: Path, slots: Callable[[], list[Slot]]):
-        self.room, self.turnstile, self.slots = path, path.with_name(path.name + ".turnstile"), slots
-        self._waiting = 0  # this process's lanes held back by another's timing case
-        self._lock = threading.Lock()
-        self._paused: dict[Slot, contextlib.ExitStack] = {}
-        self._inside: set[Slot] = set()  # slots whose lane holds the room
-
-    @contextlib.contextmanager
-    def shared(self, slot: Slot | None):
-        with self._held(self.turnstile, fcntl.LOCK_EX, wait=self._wait_paused):
-            pass
-        with self._held(self.room, fcntl.LOCK_SH), self._running(slot):
-            yield
-
-    @contextlib.contextmanager
-    def alone(self, own: Slot):
-        with self._held(self.turnstile, fcntl.LOCK_EX), self._held(self.room, fcntl.LOCK_EX), self._running(own):
-            yield
-
-    @contextlib.contextmanager
-    def _held(self, path: Path, mode: int, wait=None):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # a descriptor per hold: flock(2) locks are per open file
-        try:
-            try:
-                fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            except BlockingIOError:
-                with wait() if wait else contextlib.nullcontext():
-                    fcntl.flock(fd, mode)
-            yield
-        finally:
-            os.close(fd)
-
-    @contextlib.contextmanager
-    def _running(self, slot: Slot | None):
-        """`slot`'s worker runs while its lane holds the room, though other lanes of this process still wait."""
-        if slot is None:
-            yield
-            return
-        with self._lock:
-            self._inside.add(slot)
-            stopped = self._paused.pop(slot, None)
-        if stopped:
-            stopped.close()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._inside.discard(slot)
-
-    @contextlib.contextmanager
-    def _wait_paused(self):
-        """Another process times: this process's idle workers stop until none of its lanes waits."""
-        with self._lock:
-            self._waiting += 1
-            for slot in self.slots():
-                if slot not in self._inside and slot not in self._paused:
-                    self._paused[slot] = contextlib.ExitStack()
-                    self._paused[slot].enter_context(slot.paused())
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._waiting -= 1
-                stopped = []
-                if not self._waiting:
-                    stopped, self._paused = list(self._paused.values()), {}
-            for stack in stopped:
-                stack.close()
+def usable_cores() -> int:
+    """The cores this process may run on: its affinity where the OS has one (Linux), else all of them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 class _InOrder:
@@ -581,7 +450,8 @@ def _grade_share(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict,
     finally:
         with floor.shared(plan.slot):  # busy: another process's timing case does not pause it while it stops
             plan.slot.stop()
-            reaper.sweep(plan.tier.student_id)  # what the student left running dies before the lane's next share starts
+            if plan.tier.walled:  # what the student left running dies before the lane's next share starts
+                reaper.sweep(plan.tier.student_id)
     held.update(plan.slot.held)
     return results
 

@@ -56,7 +56,7 @@ MAX_FILE_BYTES = 1 << 20
 MAX_NOTEBOOK_BYTES = 64 << 20  # read limit: outputs and images make notebooks far larger than their code, which MAX_FILE_BYTES limits
 MAX_ZIP_BYTES = 64 << 20
 PATH_MAX = 4096  # Linux's: no link's target is longer
-CHECK_TAG = "autograder-check"  # the notebook cell that runs `autograder check`: never part of the module
+CHECK_TAG = "autograder-check"  # the cells a release adds to a notebook (Colab's set-up, the check): never part of the module
 EXPECTED_NAMES = f"{', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or a notebook named like one (ngram.ipynb)"
 # A line IPython runs as a magic or a shell command: `%time f()`, `!pip install x`, `files = !ls`.
 # None of these is valid Python at the start of a statement, so blanking them never changes valid code.
@@ -389,8 +389,8 @@ def _size(n: int) -> str:
 
 def notebook_code(data: bytes, name: str) -> str:
     """The module that notebook `name` stands for: its code cells in order, each under a `# cell N` line,
-    less the check cell, cell magics, and lines IPython runs as magics or shell commands (blanked, so
-    that line numbers within a cell hold). NotebookError when the notebook or its code is unusable."""
+    less the cells tagged CHECK_TAG, cell magics, and lines IPython runs as magics or shell commands (blanked,
+    so that line numbers within a cell hold). NotebookError when the notebook or its code is unusable."""
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise NotebookError(f"{name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB; clear its outputs, save it and submit it again")
     cells = _code_cells(data, name)
@@ -398,11 +398,11 @@ def notebook_code(data: bytes, name: str) -> str:
         raise NotebookError(f"the code cells of {name} add up to more than {MAX_FILE_BYTES >> 10} KiB")
     lines, origin = [], []  # origin[i]: (cell, line in the cell) of the module's line i + 1
     for number, source in cells:
-        if source.lstrip().startswith("%%"):  # a cell magic hands the whole cell to IPython
+        kept = cell_lines(source)
+        if kept is None:
             continue
-        cell_lines = _without_magics(source.split("\n"))
-        lines += [f"# cell {number}", *cell_lines, ""]
-        origin += [(number, i) for i in range(len(cell_lines) + 2)]
+        lines += [f"# cell {number}", *kept, ""]
+        origin += [(number, i) for i in range(len(kept) + 2)]
     code = "\n".join(lines)
     try:
         compile(code, name, "exec", dont_inherit=True)
@@ -417,8 +417,24 @@ def notebook_code(data: bytes, name: str) -> str:
     return code
 
 
+def graded_cell(cell: dict) -> bool:
+    """Whether a notebook's cell (its JSON) is part of the module: a code cell not tagged CHECK_TAG."""
+    return cell["cell_type"] == "code" and CHECK_TAG not in cell.get("metadata", {}).get("tags", [])
+
+
+def cell_source(cell: dict) -> str:
+    """A notebook cell's text (nbformat allows a string or a list of lines)."""
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def cell_lines(source: str) -> list[str] | None:
+    """The lines of a code cell as the module holds them, those IPython runs as magics or shell commands blanked;
+    None for a cell magic (`%%bash`), which hands the whole cell to IPython."""
+    return None if source.lstrip().startswith("%%") else _without_magics(source.split("\n"))
+
+
 def _code_cells(data: bytes, name: str) -> list[tuple[int, str]]:
-    """(number, source) of the notebook's code cells, the check cell left out; only what that needs is checked."""
+    """(number, source) of the notebook's graded cells; only what that needs is checked."""
     def unreadable(why: str) -> NotebookError:
         return NotebookError(f"{name} could not be read as a Jupyter notebook: {why}")
 
@@ -430,9 +446,7 @@ def _code_cells(data: bytes, name: str) -> list[tuple[int, str]]:
         if notebook["nbformat"] != 4:
             raise unreadable(f"it has nbformat {notebook['nbformat']!r}; only version 4 notebooks (Jupyter's format since 2015) are "
                              "read: open it in Jupyter, which converts it, save it and submit it again")
-        cells = [(number, cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"]))
-                 for number, cell in enumerate(notebook["cells"], 1)
-                 if cell["cell_type"] == "code" and CHECK_TAG not in cell.get("metadata", {}).get("tags", [])]
+        cells = [(number, cell_source(cell)) for number, cell in enumerate(notebook["cells"], 1) if graded_cell(cell)]
     except (KeyError, TypeError, AttributeError) as exc:  # a missing key, or a value of the wrong kind
         raise unreadable(f"it does not have a notebook's structure ({type(exc).__name__}: {exc})") from None
     for number, source in cells:  # JSON's escapes can write what no text file holds

@@ -38,7 +38,7 @@ name`, a `case C(name=...)` pattern. Refused:
   `importlib`, `inspect`, `marshal`, `mock`, `pdb`, `pickle`, `pkgutil`,
   `pydoc` and `runpy`
 - importing `autograder`, `cProfile`, `code`, `doctest`, `guard`, `profile`,
-  `seccomp`, `shelve`, `site`, `timeit`, `trace`, `wire`, `worker` or
+  `seccomp`, `shelve`, `site`, `timeit`, `trace`, `walls`, `wire`, `worker` or
   `zipimport`, or any module whose name starts with `_` (`_ctypes`, `__main__`;
   `from __future__` is fine)
 - the built-ins `__import__`, `breakpoint`, `compile`, `eval`, `exec`,

@@ -12,6 +12,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tomllib
+from collections.abc import Iterable
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
@@ -19,20 +23,30 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from packaging.utils import canonicalize_name
+from conftest import MISTAKES as CATALOGUE
 from conftest import ROOT, SOLUTIONS, grade_folder, isolation, solutions_with
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
 
 import bundle_probe
 from autograder.cases import FILES, TIMING
 from autograder.rubric import load_rubric
 from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
-from autograder.release.bundle import BUNDLE_OWN, grading_pins
+from autograder import __version__
+from autograder.release.bundle import BUNDLE_OWN, DISTRIBUTION, student_pins, student_requirements
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
 from autograder.submission import CHECK_TAG, open_submission
+from autograder.verify import write_variant
 
 # The bundle's own files at its top (release.bundle.BUNDLE_OWN, which `check` leaves out of its account), and the notebooks.
 RELEASED = {*BUNDLE_OWN, "notebooks"}
+# A Python that stands for a laptop without Linux loads tests/not_linux/not_linux.py at start-up, through these .pth lines.
+NOT_LINUX = ROOT / "tests" / "not_linux"
+NOT_LINUX_PTH = (str(NOT_LINUX), "import not_linux")
 
 
 def release(out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -69,6 +83,7 @@ def test_the_bundle_holds_starter_handouts_notebooks_and_the_visible_cases_only(
     assert {p.name for p in bundle.iterdir()} == RELEASED | files | {"autograder_tests"}
     shipped = (bundle / "autograder_tests" / "test_ngram_extra.py").read_text()  # a staff test file, its visible tests only
     assert "def test_add_k_rows_sum_to_one" in shipped and "def test_unseen_history_is_uniform" not in shipped
+    assert "\n\n\n\n" not in shipped  # hidden tests are left out, not blanked: no run of empty lines where they were
     for file in files:
         assert (bundle / file).read_text() == (ROOT / "starter" / file).read_text()
         nbformat.validate(nbformat.read(bundle / "notebooks" / file.replace(".py", ".ipynb"), as_version=4))
@@ -185,129 +200,227 @@ def test_check_in_the_bundle_fails_the_starter_cleanly(bundle, rubric):
         assert f"{component.id}: 0 / {visible:g}" in proc.stdout
 
 
-@pytest.mark.slow
-def test_check_in_the_bundle_reads_the_notebooks(bundle):
-    notebooks = in_bundle(bundle, "-m", "autograder", "check", "causal_mask", "--dir", "notebooks")
-    assert notebooks.returncode == 1 and "causal_mask: 0 /" in notebooks.stdout, notebooks.stdout + notebooks.stderr
-
-
 def readme_block(bundle: Path, heading: str) -> list[str]:
     """The lines of the first code block under `heading` in the bundle's README, comments dropped."""
     block = re.search(rf"## {heading}[^\n]*\n\n.*?```\n(.*?)```", (bundle / "README.md").read_text(), re.S).group(1)
     return [line.split("#")[0].strip() for line in block.splitlines()]
 
 
-def as_typed(bundle: Path, command: str) -> subprocess.CompletedProcess:
-    """`command` run word for word in `bundle`, as in a shell whose `python` and `pytest` are this project's venv's
-    (where the bundle's requirements are installed: see the requirements test)."""
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    return subprocess.run(shlex.split(command), cwd=bundle, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PATH=path, COLUMNS="200"))
+# ---- the student's install: one command, and `check` on the PATH ---------------------------------------------------
+
+REFUSED = '''import sys
+class Refused:
+    """Stands for modules that are not installed."""
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in MODULES:
+            raise ModuleNotFoundError(f"No module named {name!r} (" + WHY + ")", name=name)
+sys.meta_path.insert(0, Refused())
+'''
+
+
+def refusing(modules, why: str) -> str:
+    """One line, for a .pth file or `python -c`, after which importing any of `modules` (top-level names) fails as the
+    import of a module that is not installed does, saying `why`."""
+    return "import sys; exec(" + repr(REFUSED.replace("MODULES", repr(set(modules))).replace("WHY", repr(why))) + ")"
+
+
+def pinned(requirements: Path) -> set[str]:
+    """The distributions a requirements file pins, by canonical name."""
+    return {canonicalize_name(line.split("==")[0]) for line in requirements.read_text().splitlines() if "==" in line}
+
+
+def typed(cwd: Path, script: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`script` run by bash in `cwd`, line by line as typed, stopping at a failure; `python3` is the Python this
+    project's venv was made from."""
+    python3 = f"python3() {{ {shlex.quote(sys._base_executable)} \"$@\"; }}\n"
+    return subprocess.run(["bash", "-ec", python3 + script], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def student_env(**settings: str) -> dict[str, str]:
+    """A student's terminal: no settings of this machine's pip or Python, and no pytest plugin of the staff's tools
+    (xdist, hypothesis), which a student venv sees here through this project's packages; wide, for the tables."""
+    own = {name: value for name, value in os.environ.items()
+           if not name.startswith("PIP_") and name not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    return {**own, "PIP_CONFIG_FILE": os.devnull, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "200", **settings}
+
+
+def make_student_venv(bundle: Path, extra_pth_lines: Iterable[str] = ()) -> subprocess.CompletedProcess:
+    """The README's macOS and Linux set-up run as written in `bundle`, offline; pip's run. After `python3 -m venv .venv`,
+    a .pth file in the new venv puts this project's packages ahead of the venv's own (Python 3.11's venv brings
+    setuptools 65.5, older than torch's setuptools>=77.0.3 and unable to build the bundle without `wheel`: a student's
+    pip fetches a newer one), so that every pin is met and nothing downloads; refuses the modules of every distribution
+    that a student's install would not hold; then holds `extra_pth_lines`. The console scripts of the pins are written
+    as pip writes them (`pytest`). Then `pip install -r requirements.txt`, with no index and no build isolation (the
+    build takes setuptools from this project's venv)."""
+    make, *install = readme_block(bundle, "Set up: macOS and Linux")
+    made = typed(bundle, make, student_env())
+    assert made.returncode == 0, made.stdout + made.stderr
+    venv = bundle / ".venv"
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    pins = pinned(bundle / "requirements.txt")
+    kept = pins | {"pip", "setuptools", "autograder"}  # the venv's own, and the grader, which the bundle brings
+    absent = {module for module, dists in metadata.packages_distributions().items()
+              if not any(canonicalize_name(d) in kept for d in dists)}
+    ours = sysconfig.get_path("purelib")
+    (site / "zz_student_venv.pth").write_text("\n".join([
+        f"import sys; sys.path.insert(sys.path.index({str(site)!r}), {ours!r})",
+        refusing(absent, "a student's install has none"), *extra_pth_lines]) + "\n")
+    for command in metadata.entry_points(group="console_scripts"):
+        if canonicalize_name(command.dist.name) in pins:
+            script = venv / "bin" / command.name
+            script.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom {command.module} import {command.attr.split('.')[0]}\n"
+                              f"sys.exit({command.attr}())\n")
+            script.chmod(0o755)
+    return typed(bundle, "\n".join(install), student_env(PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1"))
+
+
+def as_student(bundle: Path, cwd: Path, command: str) -> subprocess.CompletedProcess:
+    """`command` typed in a new terminal in `cwd`, the venv of `bundle` activated as the README says."""
+    proc = typed(cwd, f"source {shlex.quote(str(bundle / '.venv' / 'bin' / 'activate'))}\n{command}", student_env())
+    assert "Error processing line" not in proc.stderr, proc.stderr  # a .pth of make_student_venv's failed: the venv is not what it stands for
+    return proc
+
+
+@pytest.fixture(scope="module")
+def student_venv(part1, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A copy of part 1's bundle set up by its README's commands (make_student_venv), and pip's run, on a laptop
+    without Linux: what runs in its venv finds nothing of Linux's (tests/not_linux/not_linux.py), as on macOS or
+    Windows, so its `check` and `pytest` grade in the portable tier."""
+    bundle = tmp_path_factory.mktemp("student") / "part1"
+    shutil.copytree(part1, bundle)
+    pip = make_student_venv(bundle, NOT_LINUX_PTH)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    return bundle, pip
+
+
+def account(stdout: str) -> set[str]:
+    """The files `check` lists as the submission's."""
+    listed = stdout.split("Files in the submission:")[1].split("These are the")[0]
+    return {line.split(":")[0].strip() for line in listed.strip().splitlines()}
 
 
 @pytest.mark.slow
-def test_the_readme_commands_run_as_written(part1, tmp_path):
-    """Every command the README gives for checking work (the code block, and the notebooks' command in its text), run
-    literally in the bundle: on the starter each exits 1 with the grader's messages alone, on the solutions 0; `pytest
-    -k test_ngram` runs ngram's cases and no others, `pytest -k pad_sentence` those of that function; `check` lists the
-    student's files, not the bundle's own (its grader, handouts, rubric, pytest's cache)."""
-    commands = readme_block(part1, "Check your work")
-    commands += re.findall(r"`(python -m autograder check --dir notebooks)`", (part1 / "README.md").read_text())
-    assert commands == ["python -m autograder check", "python -m autograder check ngram", "pytest", "pytest -k test_ngram",
-                        "pytest -k pad_sentence", "python -m autograder check --dir notebooks"]
-    rubric = load_rubric(part1 / "grading.yaml")
+def test_one_command_installs_the_pins_of_what_students_need_and_the_bundle(part1, student_venv, tmp_path):
+    """requirements.txt: PyTorch's CPU index, the pins of what a student's install takes (the grader's dependencies and
+    pytest, with everything they require: release.bundle.student_pins), none of the staff's tools, and the bundle
+    itself, editable. The README's set-up, run offline over this project's packages, met every pin and installed the
+    bundle alone, and its `check` is the bundle's; pip refuses a pin that is not met, so it resolves them, skipping none.
+    Not exercised, as nothing may download in tests: an install from PyPI and PyTorch's CPU index. That pip then takes
+    torch 2.13.0+cpu from the extra index is PEP 440's order (a local version sorts above its public one)."""
+    text = (part1 / "requirements.txt").read_text()
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu" and lines[-1] == "-e ."
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert lines[1:-1] == student_pins(ROOT / "constraints.txt", student_requirements(project))
+    pins = pinned(part1 / "requirements.txt")
+    assert {"numpy", "torch", "pytest", "packaging", "jinja2"} <= pins  # packaging: pytest requires it; Jinja2: torch does
+    assert not pins & {"matplotlib", "copydetect", "pytest-xdist", "ray", "hypothesis", "execnet", "pillow"}
+    assert "make" not in " ".join(line for line in text.splitlines() if line.startswith("#")).lower()  # the bundle has no Makefile
+    bundle, pip = student_venv
+    assert re.findall(r"^(?:Installing collected packages: |Successfully installed ).*", pip.stdout, re.M) == [
+        f"Installing collected packages: {DISTRIBUTION}", f"Successfully installed {DISTRIBUTION}-{__version__}"], pip.stdout
+    grader = as_student(bundle, tmp_path, "python -c 'import autograder.cli as c; print(c.PROJECT_ROOT)'")
+    assert grader.stdout.strip() == str(bundle), grader.stdout + grader.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "requirements.txt").write_text(re.sub(r"^numpy==.*$", "numpy==1.0.0", text.replace("-e .\n", ""), flags=re.M))
+    refused = as_student(bundle, other, "pip install --dry-run --no-index --quiet -r requirements.txt")
+    assert refused.returncode != 0 and "numpy==1.0.0" in refused.stderr, refused.stdout + refused.stderr
+
+
+@pytest.mark.slow
+def test_check_grades_the_folder_it_runs_in_or_the_one_it_is_given(student_venv, tmp_path):
+    """`check`, on the PATH of the set-up's venv, runs anywhere: run in notebooks/ it grades the notebooks there, and
+    `check --dir` grades the notebooks from an unrelated folder; the account lists the notebooks alone."""
+    bundle, _ = student_venv
+    points = {c.id: sum(k.points for k in c.cases) for c in load_rubric(bundle / "grading.yaml").components}
+    for cwd, command in ((bundle / "notebooks", "check"), (tmp_path, f"check --dir {shlex.quote(str(bundle / 'notebooks'))}")):
+        proc = as_student(bundle, cwd, command)
+        assert proc.returncode == 1 and "Not implemented yet" in proc.stdout, (command, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert f"ngram: 0 / {points['ngram']:g}" in proc.stdout and f"backprop: 0 / {points['backprop']:g}" in proc.stdout
+        assert account(proc.stdout) == {"ngram.ipynb", "backprop.ipynb"}, proc.stdout
+
+
+@pytest.mark.slow
+def test_the_readme_commands_run_as_written(part1, student_venv):
+    """The set-up blocks hold the commands the student_venv fixture ran (Windows' block its own venv and activate lines,
+    and the same pip line), and every command of "Check your work" runs as written in the set-up's venv, in the bundle's
+    folder: on the starter each exits 1 with the grader's messages alone; `check ngram` checks ngram alone, `pytest -k
+    test_ngram` runs ngram's cases and no others, `pytest -k pad_sentence` those of that function. On the solutions
+    `check` and `pytest` exit 0, and `check` lists the student's files, not the bundle's own (its grader, handouts,
+    rubric, the venv and what installing left, pytest's cache)."""
+    bundle, _ = student_venv
+    unix = readme_block(bundle, "Set up: macOS and Linux")
+    assert unix == ["python3 -m venv .venv", "source .venv/bin/activate", "pip install -r requirements.txt"]
+    assert readme_block(bundle, "Set up: Windows") == ["py -m venv .venv", r".venv\Scripts\activate", unix[-1]]
+    assert 'pip install -e ".[jupyter]"' in (bundle / "README.md").read_text()
+    commands = readme_block(bundle, "Check your work")
+    assert commands == ["check", "check ngram", "pytest", "pytest -k test_ngram", "pytest -k pad_sentence"]
+    rubric = load_rubric(bundle / "grading.yaml")
     ngram, backprop = (len(rubric.component(c).cases) for c in ("ngram", "backprop"))
     picked = {"test_ngram": ngram, "pad_sentence": sum("pad_sentence" in c.name for c in rubric.component("ngram").cases)}
     points = {c.id: sum(k.points for k in c.cases) for c in rubric.components}
-    solved = tmp_path / "student"
-    shutil.copytree(part1, solved)
-    for name in ("ngram.py", "backprop.py"):
-        shutil.copy(SOLUTIONS / name, solved / name)
     for command in commands:
-        starter = as_typed(part1, command)
+        starter = as_student(bundle, bundle, command)
         assert starter.returncode == 1, (command, starter.stdout[-2000:], starter.stderr[-2000:])
         assert "Not implemented yet" in starter.stdout and "CaseResult(" not in starter.stdout and "Traceback" not in starter.stdout
-        if "notebooks" in command:
-            continue  # the notebooks hold the starter in both copies
-        done = as_typed(solved, command)
-        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
-        if command.startswith("pytest"):
-            n = picked[command.split()[-1]] if "-k" in command else ngram + backprop
-            want = f"{n} passed, {ngram + backprop - n} deselected" if "-k" in command else f"{n} passed"
-            assert want in done.stdout, (command, done.stdout[-2000:])
-            if "-k" in command:
-                assert f"{n} failed, {ngram + backprop - n} deselected" in starter.stdout, (command, starter.stdout[-2000:])
-        else:
-            for component in ("ngram",) if command.endswith("ngram") else ("ngram", "backprop"):
-                assert f"{component}: {points[component]:g} / {points[component]:g}" in done.stdout, (command, done.stdout[-2000:])
-            listed = done.stdout.split("Files in the submission:")[1].split("These are the")[0]
-            assert {line.split(":")[0].strip() for line in listed.strip().splitlines()} == {
-                "ngram.py", "backprop.py", "notebooks/ngram.ipynb", "notebooks/backprop.ipynb"}, listed
+        if "-k" in command:
+            n = picked[command.split()[-1]]
+            assert f"{n} failed, {ngram + backprop - n} deselected" in starter.stdout, (command, starter.stdout[-2000:])
+        elif command == "check ngram":
+            assert f"ngram: 0 / {points['ngram']:g}" in starter.stdout and "backprop:" not in starter.stdout, starter.stdout
+    try:
+        for name in ("ngram.py", "backprop.py"):
+            shutil.copy(SOLUTIONS / name, bundle / name)
+        checked, tested = (as_student(bundle, bundle, command) for command in ("check", "pytest"))
+    finally:  # the other tests of the fixture's bundle check the starter
+        for name in ("ngram.py", "backprop.py"):
+            shutil.copy(part1 / name, bundle / name)
+    assert checked.returncode == 0, (checked.stdout[-2000:], checked.stderr[-2000:])
+    for component in ("ngram", "backprop"):
+        assert f"{component}: {points[component]:g} / {points[component]:g}" in checked.stdout, checked.stdout[-2000:]
+    assert account(checked.stdout) == {"ngram.py", "backprop.py", "notebooks/ngram.ipynb", "notebooks/backprop.ipynb"}, checked.stdout
+    assert tested.returncode == 0 and f"{ngram + backprop} passed" in tested.stdout, (tested.stdout[-2000:], tested.stderr[-2000:])
+    for proc in (starter, checked):  # without Linux: the portable tier, said once
+        assert (proc.stdout + proc.stderr).count("No sandbox here (") == 1, proc.stderr
+    assert tested.stdout.count("No sandbox here (") == 1, tested.stdout
 
 
 @pytest.mark.slow
-def test_pytest_k_picks_one_components_cases_or_one_functions(bundle):
-    """Each component is one test function (test_attention), each case one of its tests named by number and name:
-    `pytest -k test_attention` collects the attention cases and nothing else, though other components' case names
-    say "attention"; `pytest -k pad_sentence` collects the cases of that function."""
-    rubric = load_rubric(bundle / "grading.yaml")
-    assert any("attention" in case.name for c in rubric.components if c.id != "attention" for case in c.cases)
-
-    def collected(word: str) -> list[str]:
-        proc = in_bundle(bundle, "-m", "pytest", "--collect-only", "-k", word)  # pytest.ini adds -q: one id a line
-        return [line.split("[")[1].split("-")[0] for line in proc.stdout.splitlines() if "::" in line]
-
-    assert collected("test_attention") == [c.number for c in rubric.component("attention").cases]
-    assert collected("pad_sentence") == [c.number for c in rubric.component("ngram").cases if "pad_sentence" in c.name] != []
+def test_the_grader_imports_and_check_starts_without_the_staffs_libraries(tmp_path):
+    """The class report's and the cluster's libraries are the staff's: with matplotlib, copydetect, Jinja2 and Ray
+    refused, autograder.cli imports and `check` runs up to its files (here a folder that does not exist: status 2)."""
+    script = "\n".join([refusing({"matplotlib", "copydetect", "jinja2", "ray"}, "refused"),
+                        "import sys", "from autograder.cli import check_main", "sys.argv[1:] = ['--dir', 'missing']",
+                        "sys.exit(check_main())"])
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "missing does not exist" in proc.stderr, proc.stdout + proc.stderr
 
 
-@pytest.mark.slow
-def test_requirements_pin_the_grading_versions_with_torch_from_the_cpu_index(part1, tmp_path):
-    """What runs here: the README's set-up block is checked for its words, and pip's own parser and resolver read the
-    bundle's requirements.txt offline (`--dry-run --no-index` against this project's venv, which holds exactly
-    constraints.txt's versions, torch 2.13.0+cpu): every line parses and every pin is met, nothing to download.
-    Not exercised, as nothing may download in tests: a fresh install from PyPI and PyTorch's CPU index. That pip then
-    takes torch 2.13.0+cpu from the extra index is PEP 440's order (a local version sorts above its public one)."""
-    assert readme_block(part1, "Set up") == ["python3 -m venv .venv && . .venv/bin/activate", "pip install -r requirements.txt"]
-    text = (part1 / "requirements.txt").read_text()
-    lines = text.splitlines()
-    constraints = grading_pins(ROOT / "constraints.txt")
-    assert "ray==2.60.0" in (ROOT / "constraints.txt").read_text() and not any(line.startswith("ray==") for line in constraints)
-    assert [line for line in lines if line.startswith("-")] == ["--extra-index-url https://download.pytorch.org/whl/cpu"]
-    assert [line for line in lines if line and not line.startswith(("#", "-"))] == constraints and "torch==2.13.0" in constraints
-    assert "make" not in " ".join(line for line in lines if line.startswith("#")).lower()  # the bundle has no Makefile
-
-    def dry_run(folder: Path) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--disable-pip-version-check",
-                               "--quiet", "--report", str(tmp_path / "report.json"), "-r", "requirements.txt"],
-                              cwd=folder, capture_output=True, text=True, timeout=300)
-
-    proc = dry_run(part1)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads((tmp_path / "report.json").read_text())["install"] == []
-    other = tmp_path / "other"  # the same run fails on a pin the venv does not hold: pip resolves the pins, it skips none
-    other.mkdir()
-    (other / "requirements.txt").write_text(re.sub(r"^numpy==.*$", "numpy==1.0.0", text, flags=re.M))
-    refused = dry_run(other)
-    assert refused.returncode != 0 and "numpy==1.0.0" in refused.stderr, refused.stderr
-
-
-def run_cell(notebook: Path, cwd: Path) -> subprocess.CompletedProcess:
-    """A notebook's check cell run as its kernel runs it: this Python, in the folder the notebook was opened from."""
+def run_cell(notebook: Path, cwd: Path, *options: str) -> subprocess.CompletedProcess:
+    """A notebook's check cell run by this Python with `options`, not IPython (so what a kernel ran is not compared), in
+    the folder the notebook was opened from."""
     cell = nbformat.read(notebook, as_version=4).cells[-1]
     assert cell.metadata.tags == [CHECK_TAG]
-    return subprocess.run([sys.executable, "-c", cell.source], cwd=cwd, capture_output=True, text=True, timeout=600,
+    return subprocess.run([sys.executable, *options, "-c", cell.source], cwd=cwd, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, COLUMNS="200"))
+
+
+def solution_notebook(bundle: Path, folder: Path) -> Path:
+    """ngram.ipynb in `folder`, as the release writes it, with the solution's code in its cells."""
+    folder.mkdir(exist_ok=True)
+    return write_notebook(folder, "ngram.py", (SOLUTIONS / "ngram.py").read_text(),
+                          [Handout("ngram", "N-grams", (bundle / "handouts" / "ngram.md").read_text())])
 
 
 @pytest.mark.slow
 def test_the_notebook_check_cell_finds_its_bundle_and_fails_visibly_when_it_cannot_check(part1, tmp_path):
     """From the notebooks folder, the bundle's root or a folder below, the cell checks the saved notebooks/ngram.ipynb;
-    a failing case is shown, not raised; outside a bundle, or when the check cannot run (status 2), the cell raises."""
+    a failing case is shown, not raised; outside a bundle, under a Python without the grader, or when the check cannot
+    run (status 2), the cell raises, and when the grader itself fails (status 3) it says that is not the student's code."""
     bundle = tmp_path / "bundle"
     shutil.copytree(part1, bundle)
-    ngram = write_notebook(bundle / "notebooks", "ngram.py", (SOLUTIONS / "ngram.py").read_text(),
-                           [Handout("ngram", "N-grams", (bundle / "handouts" / "ngram.md").read_text())])
+    ngram = solution_notebook(bundle, bundle / "notebooks")
     (bundle / "notebooks" / "drafts").mkdir()
     points = {c.id: sum(k.points for k in c.cases) for c in load_rubric(bundle / "grading.yaml").components}
     for cwd in (bundle / "notebooks", bundle, bundle / "notebooks" / "drafts"):
@@ -319,12 +432,130 @@ def test_the_notebook_check_cell_finds_its_bundle_and_fails_visibly_when_it_cann
     lost = run_cell(ngram, tmp_path / "elsewhere")
     assert lost.returncode == 1 and "FileNotFoundError: No bundle" in lost.stderr, lost.stderr
     assert "run, in a terminal in the bundle's folder: python -m autograder check --dir notebooks" in lost.stderr
+    bare = run_cell(ngram, bundle / "notebooks", "-S")  # no site-packages: a Python where nothing was installed
+    assert bare.returncode == 1 and f"ModuleNotFoundError: This notebook runs {sys.executable}, which lacks autograder:" in bare.stderr
+    checks = bundle / "autograder" / "cases" / "ngram.py"  # a bug planted in the grader's own check of the padding
+    planted = re.sub(r"(\ndef padding\(.*\):\n)", r'\1    raise RuntimeError("a bug of the grader")\n', checks.read_text())
+    checks.write_text(planted)
+    failed = run_cell(ngram, bundle / "notebooks")
+    assert failed.returncode == 1 and "a bug of the grader" in failed.stdout, failed.stdout + failed.stderr
+    assert "RuntimeError: The grader itself failed on a case (its message is above): that is not your code" in failed.stderr
     with open(bundle / "grading.yaml", "a") as rubric:
         rubric.write("not_a_key: 1\n")
     broken = run_cell(ngram, bundle / "notebooks")
     assert broken.returncode == 1 and "not_a_key" in broken.stdout, broken.stdout + broken.stderr
-    assert "RuntimeError: `python -m autograder check ngram --dir notebooks` could not run" in broken.stderr
+    assert f"RuntimeError: `python -m autograder check ngram --dir {bundle / 'notebooks'}` could not run" in broken.stderr
     assert "exit status 2" in broken.stderr
+
+
+def executed(client: NotebookClient, index: int) -> str:
+    """Cell `index` of the client's notebook run in its kernel, as Shift+Enter runs it; what the cell printed."""
+    cell = client.execute_cell(client.nb.cells[index], index)
+    return "".join(output.get("text", "") for output in cell.outputs)
+
+
+@pytest.mark.slow
+def test_the_check_cell_grades_the_saved_notebook_only_when_it_holds_what_the_kernel_ran(part1, tmp_path):
+    """Issue 31: a cell edited and run but not saved is never graded as it was saved, without a word. In a real kernel
+    (nbclient), the notebook of the solution runs; pad_sentence is broken and its cell run, not saved: the check cell
+    says to save first and grades nothing. Saved, the check grades the broken code; the fix saved but not run yet is
+    graded next, as the saved file, with no word of saving."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(part1, bundle)
+    path = solution_notebook(bundle, bundle / "notebooks")
+    points = sum(k.points for k in load_rubric(bundle / "grading.yaml").component("ngram").cases)
+    client = NotebookClient(nbformat.read(path, as_version=4), timeout=600, resources={"metadata": {"path": str(path.parent)}})
+    code = [i for i, cell in enumerate(client.nb.cells) if cell.cell_type == "code"]
+    pad = next(i for i in code if "def pad_sentence" in client.nb.cells[i].source)
+    right = client.nb.cells[pad].source
+    assert "[BOS] * (n - 1)" in right
+    with client.setup_kernel(env=dict(os.environ, COLUMNS="200", IPYTHONDIR=str(tmp_path / "ipython"))):  # no profile of the home's
+        for i in code[:-1]:
+            executed(client, i)
+        client.nb.cells[pad].source = right.replace("[BOS] * (n - 1)", "[BOS] * n")
+        executed(client, pad)
+        unsaved = executed(client, code[-1])
+        assert unsaved.startswith("Not checked: this kernel last ran other code for `pad_sentence` than the saved ngram.ipynb")
+        assert "save the notebook first (Ctrl+S / Cmd+S), then run this cell again" in unsaved and "Total:" not in unsaved
+        nbformat.write(client.nb, path)
+        broken = executed(client, code[-1])
+        assert re.search(rf"^ngram: \d+ / {points:g}$", broken, re.M) and f"ngram: {points:g} / {points:g}" not in broken, broken
+        client.nb.cells[pad].source = right
+        nbformat.write(client.nb, path)
+        fixed = executed(client, code[-1])
+        assert f"ngram: {points:g} / {points:g}" in fixed and "Not checked" not in fixed, fixed
+
+
+def project_venv(folder: Path, *pth_lines: str) -> Path:
+    """A fresh venv's Python that has the packages of this project's venv (a .pth names its site-packages: nothing is
+    downloaded), then runs `pth_lines` at start-up; not the project's own grader."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    python = folder / "bin" / "python"
+    purelib = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], capture_output=True,
+                                  text=True, check=True, timeout=120).stdout.strip())
+    (purelib / "project.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    if pth_lines:  # after the packages: .pth files load in name order
+        (purelib / "zz_more.pth").write_text("\n".join(pth_lines) + "\n")
+    return python
+
+
+def colab_python(folder: Path) -> Path:
+    """Colab's Python: pip and ipykernel among its packages, and not the bundle's grader, which the notebook's first
+    cell installs (make_student_venv's venv has the grader installed, and not ipykernel)."""
+    return project_venv(folder)
+
+
+COLAB_MESSAGE = '''"""Stands in for Colab's: get_ipynb answers with the notebook the browser holds, here the file $BROWSER_NOTEBOOK."""
+import json
+import os
+
+
+def blocking_request(kind, request, timeout_sec):
+    assert kind == "get_ipynb", kind
+    with open(os.environ["BROWSER_NOTEBOOK"]) as f:
+        return {"ipynb": json.load(f)}
+'''
+
+
+@pytest.mark.slow
+def test_in_colab_the_first_cell_installs_the_uploaded_bundle_and_the_check_grades_the_notebook_open_there(part1, tmp_path):
+    """Colab, as far as it can be stood in for offline: a kernel of a fresh Python with the grading packages but not
+    the grader (Colab's), started in a folder standing for /content, where the bundle's zip was uploaded, with a stand-in
+    google.colab, imported at the kernel's start as Colab's is, whose get_ipynb answers with the notebook open in the
+    browser. The first cell, as written, unpacks the zip and installs it (pip offline: the pins are met by this
+    project's venv); the check cell then grades the notebook open in the browser (the solution), not the bundle's copy
+    (the starter). Not exercised: Colab's own get_ipynb, and pip downloading the pins."""
+    content = tmp_path / "content"
+    shutil.copytree(part1, tmp_path / "upload" / "part1", ignore=shutil.ignore_patterns(".venv", "__pycache__", ".pytest_cache"))
+    shutil.make_archive(str(content / "part1"), "zip", tmp_path / "upload", "part1")
+    browser = solution_notebook(part1, tmp_path / "browser")
+    stub = tmp_path / "stub" / "google" / "colab"  # google is a namespace package (protobuf's), so no google/__init__.py
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("")
+    (stub / "_message.py").write_text(COLAB_MESSAGE)
+    startup = tmp_path / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "colab.py").write_text("import google.colab\n")
+    kernels = tmp_path / "kernels"
+    (kernels / "colab").mkdir(parents=True)
+    (kernels / "colab" / "kernel.json").write_text(json.dumps({
+        "argv": [str(colab_python(tmp_path / "venv")), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Colab", "language": "python"}))
+    client = NotebookClient(nbformat.read(browser, as_version=4), timeout=600, resources={"metadata": {"path": str(content)}},
+                            km=KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])))
+    code = [i for i, cell in enumerate(client.nb.cells) if cell.cell_type == "code"]
+    env = student_env(PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONPATH=str(tmp_path / "stub"),
+                      IPYTHONDIR=str(tmp_path / "ipython"), BROWSER_NOTEBOOK=str(browser))
+    with client.setup_kernel(env=env):
+        installed = executed(client, code[0])
+        bundle = content / "part1" / "part1"
+        assert installed.strip() == f"Installed the grader of {bundle}: the last cell of this notebook checks your code."
+        for i in code[1:-1]:
+            executed(client, i)
+        checked = executed(client, code[-1])
+    points = sum(k.points for k in load_rubric(bundle / "grading.yaml").component("ngram").cases)
+    assert f"ngram: {points:g} / {points:g}" in checked, checked
+    assert nbformat.read(bundle / "notebooks" / "ngram.ipynb", as_version=4) == nbformat.read(browser, as_version=4)
 
 
 def without_training(rubric):
@@ -489,3 +720,119 @@ def test_the_probe_finds_the_grader_only_oracles_if_they_were_shipped(part1, sol
     assert ["autograder/cases/planted_lstm:forward", "lstm.py:lstm_forward"] in found, found
     assert ["autograder/cases/planted_lstm:step", "lstm.py:lstm_step"] in found, found
     assert ["autograder/cases/planted_ngram:counts", "ngram.py:count_ngrams"] in found, found
+
+
+# ---- the portable runner: a student's check on macOS or Windows, proven on this Linux machine ----------------
+# A venv of its own stands for a laptop without Linux: not_linux.py, loaded at its start-up, refuses to the grader's
+# code every module and call that only Linux has (its LINUX_ONLY). The bundle's `check` run there must fall back to
+# the portable tier, say so in one line, and print exactly what the sandbox prints on solutions/, starter/, every
+# catalogue mistake of parts 1 and 3, and solution files saved with CRLF line endings, a UTF-8 BOM and tabs.
+
+PARTS = ("1", "3")
+# The refusals a portable check meets, each a probe that falls back: tiers.sandbox_missing tries Linux's modules (and
+# so chooses the portable tier), runner.usable_cores asks for the process's CPU affinity (and counts the cores instead).
+PROBES = {("import fcntl", "sandbox/host/tiers.py"), ("os.sched_getaffinity", "runner.py")}
+
+
+def not_linux_python(folder: Path) -> Path:
+    """A laptop without Linux: a venv that sees this project's packages and loads not_linux.py before anything runs."""
+    return project_venv(folder, *NOT_LINUX_PTH)
+
+
+def crlf_bom_tabs(folder: Path, files: list[str]) -> Path:
+    """The solution files as an editor on Windows may save them: CRLF line endings, a UTF-8 BOM, tabs for indentation."""
+    folder.mkdir()
+    for name in files:
+        lines = (SOLUTIONS / name).read_text().splitlines()
+        tabbed = [re.sub(r"^(    )+", lambda m: "\t" * (len(m.group()) // 4), line) for line in lines]
+        (folder / name).write_bytes(b"\xef\xbb\xbf" + "\r\n".join(tabbed).encode() + b"\r\n")
+    return folder
+
+
+def without_timings(stdout: str) -> str:
+    """check's output less what differs by nature between two runs: the seconds taken and the isolation tier, which
+    close the Total line (and may wrap onto the lines after it)."""
+    return re.sub(r"(Total: [^\n(]*?)\s+\(\d.*?(?=\nFiles in the submission:|\nThese are the)", r"\1", stdout, flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def laptop(tmp_path_factory) -> Path:
+    """The Python of a laptop without Linux (not_linux_python)."""
+    return not_linux_python(tmp_path_factory.mktemp("laptop") / "venv")
+
+
+@pytest.fixture(scope="module")
+def checked(bundle, laptop, tmp_path_factory):
+    """Each job checked by the bundle's `check`, in one Python per run (tests/not_linux/check_each.py): once in the
+    sandbox, once on a laptop without Linux; with what each run met of not_linux's refusals."""
+    scratch = tmp_path_factory.mktemp("portable")
+    rubric = load_rubric(bundle / "grading.yaml")
+    part_names = list(dict.fromkeys(c.part for c in rubric.components))
+    components = [c for c in rubric.components if str(part_names.index(c.part) + 1) in PARTS]
+    ids, files = [c.id for c in components], sorted({c.file for c in components})
+    todo = [(SOLUTIONS, ids, "solutions"), (bundle, ids, "starter"), (crlf_bom_tabs(scratch / "crlf", files), ids, "crlf, BOM, tabs")]
+    for k, m in enumerate(m for m in CATALOGUE if m.component in ids):
+        variant = write_variant(SOLUTIONS, rubric.component(m.component).file, m.old, m.new, scratch / f"mistake{k}")
+        todo.append((variant, [m.component], f"mistake: {m.name}"))
+    listing = scratch / "jobs.json"
+    listing.write_text(json.dumps([[str(folder), job] for folder, job, _ in todo]))
+    runs = {}
+    for mode, interpreter in (("sandbox", Path(sys.executable)), ("portable", laptop)):
+        log, out = scratch / f"{mode}.log", scratch / f"{mode}.json"
+        env = dict(os.environ, PYTHONPATH=str(bundle), NOT_LINUX_LOG=str(log), COLUMNS="200")
+        proc = subprocess.run([interpreter, NOT_LINUX / "check_each.py", listing, out], cwd=bundle, env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        for (_, _, what), result in zip(todo, json.loads(out.read_text())):
+            runs.setdefault(what, {})[mode] = result
+        runs[mode] = {tuple(line.split("\t")) for line in log.read_text().splitlines()} if log.exists() else set()
+    return runs
+
+
+@pytest.mark.slow
+def test_the_laptop_without_linux_refuses_the_sandbox_and_nothing_else(checked):
+    """The stand-in works (the sandbox's probe met a refusal, so the check chose the portable tier); nothing of Linux's
+    was reached on the portable path but the probes that fall back; nothing was refused in the sandbox's run."""
+    assert ("import fcntl", "sandbox/host/tiers.py") in checked["portable"]
+    assert checked["portable"] <= PROBES, checked["portable"] - PROBES
+    assert checked["sandbox"] == set()
+
+
+@pytest.mark.slow
+def test_grading_never_falls_back_to_the_portable_tier(laptop, tmp_path):
+    """Without Linux, `grade` (as grade-all's jobs and Gradescope's run, through choose_tier) refuses to grade, says
+    why, and its results say no points; only a student's `check` runs without the sandbox."""
+    results = tmp_path / "results.json"
+    proc = subprocess.run([laptop, "-m", "autograder", "grade", str(SOLUTIONS), "--results", str(results)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 2 and "grading runs only in the sandbox (the sandbox needs Linux's" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and json.loads(results.read_text())["score"] == 0
+
+
+@pytest.mark.slow
+def test_a_portable_check_prints_what_the_sandbox_prints(checked, rubric):
+    """Every job: the same exit status, table, feedback and file account in both runs; the portable run says once,
+    on stderr, that it runs without the sandbox, and the sandbox's run does not."""
+    jobs = {what: modes for what, modes in checked.items() if what not in ("sandbox", "portable")}
+    part_names = list(dict.fromkeys(c.part for c in rubric.components))
+    ours = {c.id for c in rubric.components if str(part_names.index(c.part) + 1) in PARTS}
+    assert len([what for what in jobs if what.startswith("mistake")]) == len([m for m in CATALOGUE if m.component in ours]) > 50
+    for what, modes in jobs.items():
+        sandbox, portable = modes["sandbox"], modes["portable"]
+        assert portable["status"] == sandbox["status"], (what, portable["stdout"][-3000:], sandbox["stdout"][-3000:])
+        assert without_timings(portable["stdout"]) == without_timings(sandbox["stdout"]), what
+        assert portable["stderr"].count("No sandbox here (") == 1 and "No sandbox here" not in sandbox["stderr"], what
+    status = {what: modes["sandbox"]["status"] for what, modes in jobs.items()}
+    assert (status["solutions"], status["crlf, BOM, tabs"], status["starter"]) == (0, 0, 1)
+    assert 3 not in status.values()  # the grader never failed on its own
+
+
+def test_the_readme_lists_each_linux_only_thing_the_stand_in_refuses():
+    """README's Portability table and not_linux.LINUX_ONLY name the same things (read from its source: importing it
+    would take them from this process)."""
+    source = (NOT_LINUX / "not_linux.py").read_text()
+    table = next(node for node in ast.parse(source).body if isinstance(node, ast.Assign) and node.targets[0].id == "LINUX_ONLY")
+    refused = [key.value for key in table.value.keys]
+    section = (ROOT / "README.md").read_text().split("## Portability")[1].split("\n## ")[0]
+    listed = re.findall(r"^\| `([^`]+)` \|", section, flags=re.M)
+    assert listed == refused

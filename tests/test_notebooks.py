@@ -8,6 +8,7 @@ import pytest
 from conftest import ROOT, SOLUTIONS, grade_folder, scores_by_component
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.notebook_check import stale_definitions
 from autograder.release import rules_text
 from autograder.release.notebooks import Handout, render_notebook, write_notebook
 from autograder.submission import CHECK_TAG, MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES, NotebookError, SubmissionError, notebook_code, open_submission
@@ -126,17 +127,20 @@ def test_generated_cells_follow_the_handout_sections_and_the_definitions():
     markdown = [c.source for c in notebook.cells if c.cell_type == "markdown"]
     assert markdown[1:4] == ["# Title\n\nIntro.", "## One\n\n```python\n## a comment, not a heading\n```", "## Two"]
     code = [c.source for c in notebook.cells if c.cell_type == "code"]
-    assert code[:-1] == ['"""Doc."""\nimport functools\n\nN = 2', "# cached: called often\n@functools.cache\ndef f():\n    return N\n\nM = 3",
+    assert code[1:-1] == ['"""Doc."""\nimport functools\n\nN = 2', "# cached: called often\n@functools.cache\ndef f():\n    return N\n\nM = 3",
                          "class C:\n    pass"]
-    assert notebook.cells[-1].metadata.tags == [CHECK_TAG] and "['ngram']" in code[-1]
+    assert notebook.cells[1].metadata.tags == notebook.cells[-1].metadata.tags == [CHECK_TAG]  # Colab's set-up; the check
+    assert "google.colab" in code[0] and "check_notebook('ngram.ipynb', ['ngram'])" in code[-1]
 
 
 @pytest.mark.parametrize("starter", sorted((ROOT / "starter").glob("*.py")), ids=lambda p: p.name)
 def test_generated_notebook_gives_back_the_starter(starter):
+    """One cell per definition, and the module graded is the starter: the notebook's own cells (Colab's set-up, the
+    check) are left out."""
     notebook = render_notebook(starter.name, starter.read_text(), [Handout(starter.stem, starter.stem, "# Handout")])
     nbformat.validate(notebook)
     definitions = (ast.FunctionDef, ast.ClassDef)
-    cells = [ast.parse(c.source).body for c in notebook.cells if c.cell_type == "code"][:-1]
+    cells = [ast.parse(c.source).body for c in notebook.cells if c.cell_type == "code"][1:-1]
     assert not any(isinstance(node, definitions) for node in cells[0])
     assert all(len(body) == 1 and isinstance(body[0], definitions) for body in cells[1:])
     code = notebook_code(nbformat.writes(notebook).encode(), starter.with_suffix(".ipynb").name)
@@ -151,6 +155,35 @@ def test_generated_notebook_states_the_rules_in_the_handout_and_the_docstring(ru
     notebook = render_notebook("transformer.py", (ROOT / "starter" / "transformer.py").read_text(), [handout])
     markdown = [c.source for c in notebook.cells if c.cell_type == "markdown"]
     assert any(cell.startswith("\n".join(rules_text([transformer], markdown=True))) for cell in markdown)
-    docstring = ast.get_docstring(ast.parse(next(c.source for c in notebook.cells if c.cell_type == "code")))
+    code = [c.source for c in notebook.cells if c.cell_type == "code" and CHECK_TAG not in c.metadata.get("tags", [])]
+    docstring = ast.get_docstring(ast.parse(code[0]))
     assert docstring.endswith("\n".join(rules_text([transformer], markdown=False))) and "`group_norm`" in docstring
 
+
+# The cells of ngram.ipynb a release adds (Colab's set-up, the check), which the kernel runs too.
+SETUP, CHECK = (c.source for c in render_notebook("ngram.py", "N = 2\n", [Handout("ngram", "N-grams", "# H")]).cells
+                if CHECK_TAG in c.metadata.get("tags", []))
+F1, F2, F3 = ("def f():\n    return 1", "def f():\n    return 2", "def f():\n    return 3")
+IMPORTS = "import os, sys\nN = 2"  # binds sys, as the set-up and check cells do (`import sys`), which are not the notebook's
+
+
+@pytest.mark.parametrize("ran, saved, stale", [
+    pytest.param([SETUP, IMPORTS, F1, F2, CHECK], [(2, IMPORTS), (3, F1)], ["f"], id="run-not-saved"),
+    pytest.param([SETUP, IMPORTS, F1, F2, CHECK], [(2, IMPORTS), (4, F2)], [], id="an-older-run-saved-over"),
+    pytest.param([SETUP, IMPORTS, F1, CHECK], [(2, IMPORTS), (3, F3)], [], id="saved-not-run"),
+    pytest.param([SETUP, IMPORTS, F2, CHECK, F1, CHECK], [(2, IMPORTS), (3, F2)], ["f"], id="an-older-version-run-again"),
+    pytest.param([IMPORTS, "%%time\nN = 3", "%time f()\ndef f():\n    return 2", CHECK], [(1, IMPORTS), (None, F1)], ["f"],
+                 id="ipython-lines-left-out"),
+    pytest.param([IMPORTS, "def f():  # a comment\n\n    return 1", CHECK], [(1, IMPORTS), (None, F1)], [], id="comments-aside"),
+    pytest.param([IMPORTS, F1, "def g():\n    return 2\nN = 3", CHECK], [(1, IMPORTS), (2, F1)], ["N"], id="scratch-cell"),
+])
+def test_stale_definitions_are_those_run_since_the_notebook_was_saved(tmp_path, ran, saved, stale):
+    """`ran` are the cells the kernel ran, by execution count from 1 (the last one the check), `saved` the graded cells
+    of the saved notebook with the count each was saved with. A definition is stale when the kernel last ran another
+    version of it than the notebook holds, and the notebook was saved before that run; a name only the kernel knows
+    (g) is not the notebook's."""
+    notebook = new_notebook(cells=[new_code_cell(SETUP, metadata={"tags": [CHECK_TAG]}),
+                                   *(new_code_cell(source, execution_count=count) for count, source in saved),
+                                   new_code_cell(CHECK, metadata={"tags": [CHECK_TAG]})])
+    nbformat.write(notebook, tmp_path / "ngram.ipynb")
+    assert stale_definitions(["", *ran], tmp_path / "ngram.ipynb") == stale

@@ -23,7 +23,8 @@ from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
 from autograder.batch.jobs import kept_started
 from autograder.rubric import RubricError, load_rubric
-from autograder.runner import Floor, reference_worker
+from autograder.runner import reference_worker
+from autograder.sandbox.host.floor import Floor
 from autograder.judge import CaseFailed
 from autograder.report import results_json
 from autograder.sandbox.host import reaper

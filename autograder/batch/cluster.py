@@ -13,7 +13,7 @@ travel with its task and are written to a private folder on the node that grades
 A submission with timing cases is graded in two parts (runner.grade's `timing`) that runner.merged joins: its other
 cases on a slot holding a CPU, its timing cases on a slot holding the device they are measured on, a GPU (num_gpus=1;
 Ray sets CUDA_VISIBLE_DEVICES) where the cluster has GPUs, else its node's one `timing` resource. On a node, the lock
-file its graders share (runner.Floor) keeps a measured case alone there, as locally.
+file its graders share (floor.Floor) keeps a measured case alone there, as locally.
 
 Every wait has a deadline: a part for which no grader starts within `schedule_timeout` (Ray placing it on a node, and
 it starting there) ends as infra_error saying what it asked for, and a slot that outlives the budget by MARGIN is

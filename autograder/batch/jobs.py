@@ -2,7 +2,7 @@
 
 A job process enters its isolation once, then grades whatever it is sent, exactly as `autograder grade` would,
 and sends back the run with the submission's account of its files. Its timing cases share a lock file with the
-other jobs (runner.Floor), so that a timing case runs with nothing else of the batch running. The batch
+other jobs (floor.Floor), so that a timing case runs with nothing else of the batch running. The batch
 (`Jobs`) watches each job: one that dies or overruns the per-submission budget is killed with everything it
 started, its submission gets a row saying so, and a fresh job takes its place. On a cluster (cluster.py) each
 node's grader holds such a job in the same way.
@@ -24,7 +24,8 @@ from pathlib import Path
 from ..outcome import Ended
 from ..report import failure_json
 from ..rubric import Rubric
-from ..runner import Floor, grade, reference_worker
+from ..runner import grade, reference_worker
+from ..sandbox.host.floor import Floor
 from ..sandbox.host import reaper
 from ..sandbox.host.proxy import Slot
 from ..sandbox.host.tiers import STUDENT_IDS, isolation_for

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import re
 import shutil
 import tempfile
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import yaml
 
+from .. import __version__
 from ..cases import CHECKS, TIMING
 from ..rubric import Rubric, load_rubric
 from ..expected import Recorder, Replay
@@ -35,8 +39,8 @@ from .starter import render_starter
 EXPECTED = "expected.bin"
 # What a bundle holds of its own at its top, beside the starter files, the notebooks and the staff tests' folders:
 # `check` in the bundle lists none of it (cli.students_own), only the student's files (tests/test_bundle.py checks it).
-BUNDLE_OWN = ("README.md", "autograder", "expected.bin", "grading.yaml", "handouts", "pytest.ini", "requirements.txt",
-              "test_visible.py")
+BUNDLE_OWN = ("README.md", "autograder", "expected.bin", "grading.yaml", "handouts", "pyproject.toml", "pytest.ini",
+              "requirements.txt", "test_visible.py")
 
 PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs. Each component is
 one test function, each case one of its tests, named by its number and its name: `pytest -k test_attention` runs one
@@ -49,14 +53,14 @@ import pytest
 from autograder.rubric import load_rubric
 from autograder.report import feedback
 from autograder.runner import grade
-from autograder.sandbox.host.tiers import isolation_for
+from autograder.sandbox.host.tiers import student_isolation
 from autograder.submission import open_submission
 
 RUBRIC = load_rubric(Path(__file__).with_name("grading.yaml"))
 
 
 @pytest.fixture(scope="session")
-def results(tmp_path_factory):
+def results(tmp_path_factory, pytestconfig):
     """Each component graded once, on the .py files beside this one, when its first case runs."""
     graded = {}
 
@@ -68,7 +72,11 @@ def results(tmp_path_factory):
             graded[case.component] = {r.case.name: r for r in run.results}
         return graded[case.component][case.name]
 
-    with isolation_for(RUBRIC.path.parent, None) as isolation:
+    isolation, portable = student_isolation(RUBRIC.path.parent, None)
+    if portable:  # said once, as `check` says it, past pytest's capture of what tests print
+        with pytestconfig.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
+            print("\\n" + portable)
+    with isolation:
         yield result
 
 
@@ -104,13 +112,97 @@ def grading_pins(constraints: Path) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-REQUIREMENTS = """# What this folder's autograder needs, at the versions it is graded with: pip install -r requirements.txt
+DISTRIBUTION = "autograder-student"  # the bundle's name once installed: not the staff's `autograder`, so the two never clash
+
+REQUIREMENTS = """# One command installs what this folder's grader needs, at the versions it is graded with, and the grader itself:
+#     pip install -r requirements.txt
 # torch is its CPU build, from PyTorch's own index: from PyPI alone, torch 2.13.0 on Linux pulls several GB of
 # CUDA packages, which nothing here uses. pip takes no index per package in a requirements file, so that index
 # is an extra one, beside PyPI; the pins are exact either way, and torch's CPU build (2.13.0+cpu) sorts above
 # PyPI's 2.13.0, so pip picks it.
 --extra-index-url https://download.pytorch.org/whl/cpu
+{pins}
+# This folder's grader (pyproject.toml), installed editable: it stays here, beside the grading.yaml it reads, and
+# the venv gets its commands, `check` and `autograder`.
+-e .
 """
+
+PYPROJECT = """# This folder's grader as a Python project: `pip install -r requirements.txt` installs it editable (-e .), with the
+# commands `check` (the same as `autograder check`) and `autograder`. Written by `autograder release`; do not edit.
+[build-system]
+requires = {build}
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{name}"
+version = "{version}"
+description = {description}
+requires-python = "{python}"
+dependencies = {dependencies}
+
+[project.optional-dependencies]
+jupyter = ["notebook>=7", "ipykernel>=6"]  # pip install -e ".[jupyter]": the notebooks in Jupyter, on your own machine
+
+[project.scripts]
+{scripts}
+
+[tool.setuptools.packages.find]
+include = ["autograder", "autograder.*"]
+
+[tool.setuptools.package-data]
+autograder = {package_data}
+"""
+
+
+def student_requirements(project: dict) -> list[str]:
+    """What a student's install requires, from the grader's pyproject.toml: its dependencies, and pytest for the bundle's
+    test_visible.py; none of the staff's extras (the class report's plots and similarity, Ray, the suite's other tools)."""
+    from packaging.requirements import Requirement  # pip's own parser: releasing needs it, grading never does
+
+    pytest = [r for r in project["project"]["optional-dependencies"]["test"] if Requirement(r).name == "pytest"]
+    return [*project["project"]["dependencies"], *pytest]
+
+
+def student_pins(constraints: Path, requirements: list[str]) -> list[str]:
+    """The pins of constraints.txt that installing `requirements` takes, in its order: every distribution they require,
+    directly or through what those require (importlib.metadata of what is installed here), but for the extras not asked
+    for and the markers this machine does not meet."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {canonicalize_name(line.split("==")[0]): line for line in constraints.read_text().splitlines()
+            if "==" in line and not line.startswith("#")}
+    seen, todo = set(), [Requirement(r) for r in requirements]
+    while todo:
+        wanted = todo.pop()
+        name = canonicalize_name(wanted.name)
+        for extra in {"", *wanted.extras} - {e for n, e in seen if n == name}:
+            seen.add((name, extra))
+            try:
+                requires = metadata.requires(name) or []
+            except metadata.PackageNotFoundError:
+                if name in pins:
+                    raise BundleError(f"constraints.txt pins {pins[name]}, which is not installed here; install the project first (make)")
+                continue
+            todo += [r for r in map(Requirement, requires) if r.marker is None or r.marker.evaluate({"extra": extra})]
+    needed = {name for name, _ in seen}
+    return [line for name, line in pins.items() if name in needed]
+
+
+def write_install(rubric: Rubric, work: Path) -> None:
+    """The bundle's pyproject.toml and requirements.txt: the grader's dependencies as pyproject.toml states them,
+    pinned to the versions of constraints.txt."""
+    project = tomllib.loads((PROJECT / "pyproject.toml").read_text())
+    requirements = student_requirements(project)
+    scripts = {"check": "autograder.cli:check_main", **project["project"]["scripts"]}
+    (work / "pyproject.toml").write_text(PYPROJECT.format(
+        build=json.dumps(project["build-system"]["requires"]), name=DISTRIBUTION, version=__version__,
+        description=json.dumps(f"The visible cases of {rubric.course}, and the grader that runs them"),
+        python=project["project"]["requires-python"], dependencies=json.dumps(requirements, indent=4),
+        scripts="\n".join(f"{name} = {json.dumps(target)}" for name, target in scripts.items()),
+        package_data=json.dumps(project["tool"]["setuptools"]["package-data"]["autograder"])))
+    pins = student_pins(rubric.path.parent / "constraints.txt", requirements)
+    (work / "requirements.txt").write_text(REQUIREMENTS.format(pins="\n".join(pins)))
 
 README = """# {course}: {title}
 
@@ -119,42 +211,90 @@ This folder is your starting point. It holds:
 | path | what |
 | --- | --- |
 {files}| `handouts/` | the handout of each component |
-| `notebooks/` | the same starter code as Jupyter notebooks, after the handout, with a cell that runs the checks |
+| `notebooks/` | the same starter code as Jupyter notebooks, after the handout; a first cell sets up Colab, a last one runs the checks |
 | `grading.yaml`, `expected.bin`, `autograder/`, `test_visible.py` | the visible cases and the grader that runs them; do not edit |
+| `requirements.txt`, `pyproject.toml` | what the set-up installs; do not edit |
 
-## Set up (Linux, Python 3.11 or later)
+## Set up: macOS and Linux
+
+You need Python 3.11 or later (`python3 --version` says which). In a terminal, in this folder:
 
 ```
-python3 -m venv .venv && . .venv/bin/activate
+python3 -m venv .venv
+source .venv/bin/activate
 pip install -r requirements.txt
 ```
 
-`requirements.txt` pins the versions the grader uses, with the CPU build of torch from PyTorch's index
-(download.pytorch.org): no GPU or CUDA is needed, and none is downloaded.
+## Set up: Windows
+
+You need Python 3.11 or later, from python.org (`py --version` says which). In PowerShell or cmd, in this folder:
+
+```
+py -m venv .venv
+.venv\\Scripts\\activate
+pip install -r requirements.txt
+```
+
+If PowerShell refuses to run the second line ("running scripts is disabled on this system"), run
+`Set-ExecutionPolicy -Scope CurrentUser RemoteSigned` once, then the line again.
+
+## Set up: Colab
+
+Nothing to install on your machine: the notebooks run in Google Colab, in your browser.
+
+1. On colab.research.google.com, File → Upload notebook, and pick `notebooks/<file>.ipynb` from this folder.
+2. Upload this folder's zip (the file you downloaded; or zip this folder, without its `.venv`) through the Files
+   pane: the folder icon on the left. Wait until the upload is done.
+3. Run the notebook's first cell. In Colab it unpacks the zip beside it and runs `pip install -r requirements.txt`
+   there: the versions the grader uses, with the CPU build of torch (a few minutes). pip may warn that Colab's own
+   packages (torchvision, torchaudio) want another torch: nothing here uses them. Elsewhere the cell does nothing.
+
+When Colab gives you a new runtime (after some time idle, or Runtime → Disconnect and delete runtime), the Files
+pane starts empty: upload the zip again and run the first cell again. Your notebook itself is kept, in your Google
+Drive. The last cell checks the notebook as it is open in Colab, edits not saved included. To submit, download it
+(File → Download → Download .ipynb) and upload that file, named `<file>.ipynb`.
+
+## What the set-up installs
+
+`pip install -r requirements.txt` installs the versions the grader uses, with the CPU build of torch from
+PyTorch's index (download.pytorch.org): no GPU or CUDA is needed, and none is downloaded. It also installs
+this folder's grader, which gives you the `check` command. The venv and the grader belong to this folder: if
+you move or rename it, delete `.venv` and set up again. In a new terminal, activate the venv again first (the
+second line of the set-up, in this folder).
+
+To run the notebooks in Jupyter on your own machine, install it into the same venv, from this folder:
+`pip install -e ".[jupyter]"`; then `jupyter notebook` opens it.
 
 ## Check your work
 
 ```
-python -m autograder check            # every component
+check                                 # every component
 {check_one}# one component
 pytest                                # the same cases, as pytest tests
 {pytest_one}# one component's cases
 {pytest_word}# the cases whose name holds this word: one function's
 ```
 
-These run the visible cases exactly as the grader does: in a separate, walled-off process, with the
-grader's own feedback. `check` exits with status 0 when every visible case passes, 1 when one fails,
+These run the visible cases exactly as the grader does, with the grader's own feedback: on Linux in a
+walled-off process; on macOS and Windows, where that wall cannot be built, in a plain process per
+component, which `check` says first ("No sandbox here"): the same cases, time limits and messages. `check` exits with status 0 when every visible case passes, 1 when one fails,
 2 when it cannot run (an unknown component, an unreadable `grading.yaml`), and 3 when the grader itself
 failed on a case (its message says so: not your code; tell course staff). {not_here} more cases
 run only when you submit (hidden cases, and the timing cases that race your code against the
 reference's), so passing here does not mean full marks.
 
+`check` checks the files of the folder it runs in, so run it in this folder; in `notebooks/` (`cd notebooks`,
+then `check`) it checks the notebooks. `check --dir FOLDER` checks another folder. `python -m autograder check`,
+run in this folder, is the same as `check`. `pytest` runs in this folder only.
+
 What your code prints (`print`, `sys.stdout`, `sys.stderr`) is shown under the case that ran it, up to
 2,000 characters per case, each line behind `| `; what is written below Python (`os.write(1, ...)`, C
 code) is not shown, nor, when you submit, what your code prints in hidden cases.
 
-To work in a notebook instead, open `notebooks/<file>.ipynb`, save it, and run its last cell; or run
-`python -m autograder check --dir notebooks`.
+To work in a notebook instead, open `notebooks/<file>.ipynb` in Jupyter or VS Code, with this folder's `.venv` as
+its kernel, and run its last cell. It checks the notebook as saved, so save first (Ctrl+S / Cmd+S): if you ran code
+that the saved notebook does not hold, it says so instead of checking. Or run `check` in `notebooks/`. For Colab, see
+"Set up: Colab".
 
 ## Submit
 
@@ -210,8 +350,7 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
             copy = work / path.relative_to(PROJECT)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, copy)
-        pins = grading_pins(projects / "constraints.txt")
-        (work / "requirements.txt").write_text(REQUIREMENTS + "\n".join(pins) + "\n")
+        write_install(rubric, work)
         (work / "test_visible.py").write_text(PYTEST_FILE)
         (work / "pytest.ini").write_text("[pytest]\naddopts = -q\ntestpaths = test_visible.py\n")
         _write_rubric(rubric, components, work / "grading.yaml")
@@ -221,7 +360,7 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
         listed = "".join(f"| `{f}` | starter code: fill in the bodies marked `raise NotImplementedError` |\n" for f in files)
         one = components[0].id  # the examples name a component this bundle holds
         (work / "README.md").write_text(README.format(course=rubric.course, title=title, files=listed, not_here=summary["not_here"],
-                                                      check_one=f"python -m autograder check {one} ".ljust(38),
+                                                      check_one=f"check {one} ".ljust(38),
                                                       pytest_one=f"pytest -k test_{one} ".ljust(38),
                                                       pytest_word=f"pytest -k {_first_word(components[0].cases[0].name)} ".ljust(38)))
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -295,21 +434,26 @@ def _component_spec(raw: dict, component) -> dict:
 
 
 def _write_staff_tests(rubric: Rubric, components, work: Path) -> None:
-    """Each staff test file of `components` as the bundle holds it: the hidden tests' lines blank (their code, which
-    may hold their answers, stays home), every other line where it was (a recorded `t.expect` is known by its line),
-    and at the end each visible test given the number it has when graded."""
+    """Each staff test file of `components` as the bundle holds it: the hidden tests left out (their code may hold their
+    answers, so it stays home), and at the end each visible test given the number it has when graded. The recording is
+    made against these copies (_record), so a `t.expect` is known by its line in the file the student has."""
     kept = {k.unittest: k.number for c in components for k in _bundle_cases(c) if k.unittest}
     every = {k.unittest for c in components for k in c.cases if k.unittest}
     for file in sorted({source.file for source in every}):
         lines = (rubric.path.parent / file).read_text().splitlines()
+        cut: list[tuple[int, int, list[str]]] = []  # (first line, last line, what replaces them), 1-based
         for cls in (node for node in ast.parse("\n".join(lines)).body if isinstance(node, ast.ClassDef)):
             hidden = [node for node in cls.body if StaffTest(file, f"{cls.name}.{getattr(node, 'name', '')}") in every - kept.keys()]
             for node in hidden:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                lines[first - 1:node.end_lineno] = [""] * (node.end_lineno - first + 1)
+                cut.append((first, node.end_lineno, []))
             if hidden and len(hidden) == len(cls.body):  # a class of hidden tests only keeps a body
-                lines[cls.body[0].lineno - 1] = " " * cls.body[0].col_offset + "pass"
-        lines += [f"\n# Written by `autograder release`: the visible tests of {file}, numbered as graded; hidden tests' lines are blank.",
+                cut[-1] = (*cut[-1][:2], [" " * cls.body[0].col_offset + "pass"])
+        for first, last, instead in sorted(cut, reverse=True):
+            while first > 1 and not lines[first - 2].strip():  # the blank lines before it go with it
+                first -= 1
+            lines[first - 1:last] = instead
+        lines += [f"\n# Written by `autograder release`: the visible tests of {file}, numbered as graded; hidden tests left out.",
                   "from gradescope_utils.autograder_utils.decorators import number as _grader_number  # noqa: E402"]
         lines += [f"{source.test} = _grader_number({number!r})({source.test})" for source, number in kept.items() if source.file == file]
         (work / file).parent.mkdir(parents=True, exist_ok=True)
@@ -319,7 +463,8 @@ def _write_staff_tests(rubric: Rubric, components, work: Path) -> None:
 def _record(rubric: Rubric, components, rubric_path: Path, path: Path, scratch: Path) -> dict:
     """Grade the reference solutions as the student on the bundle's cases, recording; then replay the recording
     against them, under the bundle's rubric loaded as the student's copy will load it: every case must pass both times."""
-    live = dataclasses.replace(rubric, components=[dataclasses.replace(c, cases=_bundle_cases(c)) for c in components])
+    live = dataclasses.replace(rubric, path=rubric_path,  # staff tests from the bundle's copies (_write_staff_tests)
+                               components=[dataclasses.replace(c, cases=_bundle_cases(c)) for c in components])
     ids = [c.id for c in components]
     recorder = Recorder(Reference(rubric.solutions_dir))
     with isolation_for(rubric.path.parent, rubric.solutions_dir) as isolation:

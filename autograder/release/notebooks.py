@@ -1,11 +1,13 @@
 """Generate a Jupyter notebook for each component file, for students who work in Jupyter.
 
-A notebook holds the handout, then the starter code, one cell per top-level
-function or class, then a cell that runs `autograder check` on the saved
-notebook. It is named like the file (attention.ipynb), so it can be submitted
-in place of attention.py: the grader takes its code cells, less the check cell
-(autograder/submission.py). The notebooks sit in the `notebooks/` folder of
-the student bundle, whose root holds the `autograder` package.
+A notebook holds a cell that installs the bundle in Colab (and does nothing
+elsewhere), the handout, then the starter code, one cell per top-level function
+or class, then a cell that checks the notebook (autograder/notebook_check.py).
+It is named like the file (attention.ipynb), so it can be submitted in place of
+attention.py: the grader takes its code cells, less the two it added, which are
+tagged CHECK_TAG (autograder/submission.py). The notebooks sit in the
+`notebooks/` folder of the student bundle, whose root holds the `autograder`
+package.
 """
 from __future__ import annotations
 
@@ -35,11 +37,12 @@ def render_notebook(file: str, source: str, handouts: Sequence[Handout]) -> nbfo
     of the components graded from it, in order."""
     name = notebook_name(file)
     intro = (f"# `{file}`: {', '.join(h.title for h in handouts)}\n\n"
-             f"The handout first, then your code, then a cell that checks it. Submit this notebook as `{name}`, "
+             "The cell below sets up Colab (elsewhere it does nothing); then come the handout, your code, and a cell "
+             f"that checks it. Submit this notebook as `{name}`, "
              f"or your code as `{file}`: when both are there, the one you worked on is graded (the `.py` if both are). The code cells are graded "
-             f"as the module `{file}`, top to bottom; lines that only IPython understands (`%time`, `!pip`) and "
-             "the check cell are left out.")
-    cells = [new_markdown_cell(intro)]
+             f"as the module `{file}`, top to bottom; lines that only IPython understands (`%time`, `!pip`), "
+             "the set-up cell and the check cell are left out.")
+    cells = [new_markdown_cell(intro), new_code_cell(_setup_cell(name), metadata={"tags": [CHECK_TAG]})]
     cells += [new_markdown_cell(section) for h in handouts for section in _sections(h.markdown)]
     cells.append(new_markdown_cell("## Your code\n\nReplace each `raise NotImplementedError` with your implementation."))
     cells += [new_code_cell(chunk) for chunk in _chunks(source)]
@@ -85,27 +88,40 @@ def _chunks(source: str) -> list[str]:
     return [text for text in ("".join(lines[a:b]).strip() for a, b in zip(cuts, cuts[1:])) if text]
 
 
-def _check_cell(name: str, components: list[str]) -> str:
-    return f'''# Runs the visible cases on your code exactly as the grader will. Save the notebook first
-# (Ctrl+S or Cmd+S): the check reads the saved notebooks/{name}, not what this kernel has run.
-import subprocess
+def _setup_cell(name: str) -> str:
+    """The cell that installs, in Colab, the bundle whose zip the student uploaded (the bundle's README says how)."""
+    return f'''# Colab only: unpacks the bundle's zip, which you uploaded through the Files pane, and installs what it needs
+# (the bundle's README, "Set up: Colab"). Anywhere else this cell does nothing.
 import sys
-from pathlib import Path
 
-# The bundle is the folder holding autograder/ and grading.yaml: the one this notebook was opened from, or one above it.
-bundle = next((folder for folder in [Path.cwd(), *Path.cwd().parents]
-               if (folder / "autograder").is_dir() and (folder / "grading.yaml").is_file()), None)
-if bundle is None:
-    raise FileNotFoundError(f"No bundle (a folder holding autograder/ and grading.yaml) in {{Path.cwd()}} or above it. Open "
-                            "this notebook from the notebooks/ folder of your bundle, or run, in a terminal in the bundle's "
-                            "folder: python -m autograder check --dir notebooks")
-for component in {components!r}:
-    check = subprocess.run([sys.executable, "-m", "autograder", "check", component, "--dir", "notebooks"],
-                           cwd=bundle, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print(check.stdout)
-    # Status 0: every case passes; 1: a case fails, and the table above says which. Anything else, or no
-    # "Total:" line (Python's own status for an error is 1 too), means the check itself could not run.
-    if check.returncode not in (0, 1) or "Total: " not in check.stdout:
-        raise RuntimeError(f"`python -m autograder check {{component}} --dir notebooks` could not run in {{bundle}} (exit status "
-                           f"{{check.returncode}}; its output is above). This notebook runs {{sys.executable}}: is that the "
-                           "Python you ran `pip install -r requirements.txt` with?")'''
+if "google.colab" in sys.modules:
+    import subprocess
+    import zipfile
+    from pathlib import Path
+
+    here = Path.cwd()  # /content, where the Files pane uploads
+    for archive in here.glob("*.zip"):
+        if not (here / archive.stem).exists() and any(n.endswith("notebooks/{name}") for n in zipfile.ZipFile(archive).namelist()):
+            zipfile.ZipFile(archive).extractall(here / archive.stem)
+    bundles = sorted(path.parents[1] for path in [*here.glob("*/notebooks/{name}"), *here.glob("*/*/notebooks/{name}")]
+                     if (path.parents[1] / "grading.yaml").is_file())
+    if not bundles:
+        raise FileNotFoundError(f"No bundle holding notebooks/{name} in {{here}}: upload the bundle's zip through the Files pane "
+                                "(the folder icon on the left), wait until the upload is done, then run this cell again.")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", "requirements.txt"], cwd=bundles[0], check=True)
+    sys.path.append(str(bundles[0]))  # the grader's install counts from Python's next start; this kernel finds it here now
+    print(f"Installed the grader of {{bundles[0]}}: the last cell of this notebook checks your code.")'''
+
+
+def _check_cell(name: str, components: list[str]) -> str:
+    return f'''# Runs the visible cases on your code exactly as the grader will. It checks the saved notebook, so save first
+# (Ctrl+S or Cmd+S): if this kernel ran code the saved notebook does not hold, it says so and checks nothing.
+# In Colab it checks this notebook as it stands.
+import sys
+
+try:
+    from autograder.notebook_check import check_notebook
+except ModuleNotFoundError as missing:
+    raise ModuleNotFoundError(f"This notebook runs {{sys.executable}}, which lacks {{missing.name}}: choose the kernel of the Python "
+                              "you ran `pip install -r requirements.txt` with (in Colab, run the first cell).") from None
+check_notebook({name!r}, {components!r})'''

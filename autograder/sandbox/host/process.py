@@ -1,24 +1,33 @@
 """The parent's side of the boundary: start a worker, talk to it, kill it.
 
-A worker is a `python -I` process in a scratch copy of the submission, forked
-from the submission's template (template.py) or started from nothing, inside
-the run's isolation tier (tiers.py) with an environment of its own (worker_env:
-nothing of the grader's but what CUDA needs), its own session (so the whole
-group can be killed), no descriptors but its two pipes, and
-stdout/stderr sent to /dev/null (what student code prints through
-Python comes back with each reply instead, as text: worker.Printed); nothing
-it prints counts. Before importing student code it walls itself in (worker.py
-`isolate`). A request that times out, or a worker that dies, poisons only that
+In the sandbox, a worker is a `python -I` process in a scratch copy of the
+submission, forked from the submission's template (template.py) or started
+from nothing, inside the run's isolation tier (tiers.py) with an environment of
+its own (worker_env: nothing of the grader's but what CUDA needs), its own
+session (so the whole group can be killed), no descriptors but its two pipes,
+and stdout/stderr sent to /dev/null (what student code prints through Python
+comes back with each reply instead, as text: worker.Printed); nothing it prints
+counts. Before importing student code it walls itself in (walls.py).
+
+In the portable tier (a student checking their own code on macOS, Windows or
+Linux without the sandbox) a worker is a plain child process on its stdin and
+stdout (Spawned, Streams): the same worker code, requests, deadlines and
+messages, and nothing that only Linux has.
+
+Either way, a request that times out, or a worker that dies, poisons only that
 worker: the caller drops it and the next case starts another.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,7 +41,7 @@ from .tiers import Tier, cuda_driver_dirs
 # The worker's side of the boundary (sandbox/worker/): copied into each worker's scratch folder, so
 # that at the root and bubblewrap tiers the worker needs nothing of the grader's.
 WORKER_SIDE = Path(__file__).parents[1] / "worker"
-WORKER_FILES = ("worker.py", "guard.py", "seccomp.py", "wire.py")
+WORKER_FILES = ("worker.py", "walls.py", "guard.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
 PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a template (or a worker started ahead) pays it early
 # What torch imports on a process's first backward, 0.3 s: a template imports it once for all the workers it forks.
@@ -160,36 +169,58 @@ def forkable(forbidden_modules: list[str], modules: tuple[str, ...] = template_m
 
 
 class Worker:
-    """One running worker process holding one submission: forked from `template` where it may be (template.py),
-    else started from nothing."""
+    """One running worker process holding one submission: in the sandbox, forked from `template` where it may be
+    (template.py), else started from nothing; in the portable tier (a student's own machine), spawned with no walls."""
 
     def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
                  imports: tuple[str, ...] = (), template: Template | None = None):
         self.limits = limits
-        template = template if template and not template.gone and forkable(forbidden_modules, template.modules) else None
+        template = template if tier.walled and template and not template.gone and forkable(forbidden_modules, template.modules) else None
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-", dir=template.root if template else None))
         workdir = self.scratch / "submission"
         shutil.copytree(submission_dir, workdir)
+        if tier.walled:
+            self.process, self.channel, protected = self._walled(workdir, tier, template)
+        else:
+            self.process, self.channel, protected = self._portable(workdir)
+        hello = {
+            "limits": asdict(limits),
+            "forbidden_modules": forbidden_modules,
+            "forbidden_calls": forbidden_calls,
+            "preload": preloaded(forbidden_modules, imports),
+            "student_id": tier.student_id,
+            "in_network_namespace": tier.bwrap is not None,
+            **protected,
+        }
+        try:
+            ready, _ = self.exchange(hello, [], Deadline.after(STARTUP_SECONDS))
+        except WorkerFailure as exc:  # nobody else holds this worker yet: its channel and process end here
+            self.close()
+            why = exc.notice if isinstance(exc, WorkerDied) else str(exc)
+            raise WorkerWontStart(f"the process that runs the submission could not start ({why}; tier {tier.name})") from None
+        self.held = ready.get("held", {})  # sent before any student code ran, so it can be believed
+
+    def _walled(self, workdir: Path, tier: Tier, template: Template | None) -> tuple[Forked | Started, Pipes, dict]:
+        """A sandboxed worker, forked or started inside the tier's walls, on two pipes; and what its walls protect."""
         if tier.student_id is not None:
             _chown_tree(self.scratch, tier.student_id)
-        request_read, self.request_fd = os.pipe()
-        self.reply_fd, reply_write = os.pipe()
-        os.set_blocking(self.request_fd, False)  # requests are written under the call's deadline
+        request_read, request_fd = os.pipe()
+        reply_fd, reply_write = os.pipe()
+        os.set_blocking(request_fd, False)  # requests are written under the call's deadline
         try:
-            self.process: Forked | Started | None = Forked(template, workdir, request_read, reply_write) if template else None
+            process: Forked | Started | None = Forked(template, workdir, request_read, reply_write) if template else None
         except TemplateGone:
-            self.process = None
-        if self.process is None:
+            process = None
+        if process is None:
             runtime = self.scratch / "runtime"  # the worker's side, so that it needs nothing of the grader's
             runtime.mkdir()
             for name in WORKER_FILES:
                 shutil.copy(WORKER_SIDE / name, runtime / name)
             argv = [sys.executable, "-I", str(runtime / "worker.py"), str(request_read), str(reply_write)]
             try:
-                self.process = Started(tier.command(argv, self.scratch, workdir), workdir, (request_read, reply_write),
-                                       tier.bwrap is not None)
+                process = Started(tier.command(argv, self.scratch, workdir), workdir, (request_read, reply_write), tier.bwrap is not None)
             except OSError as exc:  # no process to close: only the pipes and the scratch folder
-                for fd in (request_read, reply_write, self.request_fd, self.reply_fd):
+                for fd in (request_read, reply_write, request_fd, reply_fd):
                     os.close(fd)
                 shutil.rmtree(self.scratch, ignore_errors=True)
                 raise WorkerWontStart(f"the process that runs the submission could not be started ({exc})") from None
@@ -198,38 +229,28 @@ class Worker:
         # In a PID namespace the grader's pids mean nothing, and the grader cannot be seen anyway.
         pids, pgids = reaper.grader_ids() if tier.bwrap is None else ([], [])
         parent = None if tier.bwrap else os.getpid()  # in bubblewrap, its PID namespace's init (which dies with us)
-        if isinstance(self.process, Forked):  # its parent, and a process that student code must not signal either
+        if isinstance(process, Forked):  # its parent, and a process that student code must not signal either
             pids, pgids, parent = pids + [template.pid], pgids + [template.pid], template.pid
-        hello = {
-            "limits": asdict(limits),
-            "forbidden_modules": forbidden_modules,
-            "forbidden_calls": forbidden_calls,
-            "preload": preloaded(forbidden_modules, imports),
-            "student_id": tier.student_id,
-            "parent": parent,
-            "in_network_namespace": tier.bwrap is not None,
-            "protected_pids": pids,
-            "protected_pgids": pgids,
-        }
+        return process, Pipes(request_fd, reply_fd), {"parent": parent, "protected_pids": pids, "protected_pgids": pgids}
+
+    def _portable(self, workdir: Path) -> tuple[Spawned, Streams, dict]:
+        """A worker with no walls, for the portable tier: the grader's own worker.py on its stdin and stdout."""
         try:
-            ready, _ = self.exchange(hello, [], Deadline.after(STARTUP_SECONDS))
-        except WorkerFailure as exc:  # nobody else holds this worker yet: its pipes and process end here
-            self.close()
-            why = exc.notice if isinstance(exc, WorkerDied) else str(exc)
-            raise WorkerWontStart(f"the process that runs the submission could not start ({why}; tier {tier.name})") from None
-        self.held = ready.get("held", {})  # sent before any student code ran, so it can be believed
+            process = Spawned([sys.executable, str(WORKER_SIDE / "worker.py"), "--stdio"], workdir)
+        except OSError as exc:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise WorkerWontStart(f"the process that runs your code could not be started ({exc})") from None
+        return process, Streams(process.proc), {}
 
     def exchange(self, header: dict, blobs: list[bytes], deadline: Deadline) -> tuple[dict, list[bytes]]:
         try:
-            wire.write_frame(self.request_fd, header, blobs, deadline.at)
-            reply, reply_blobs = wire.read_frame(self.reply_fd, deadline.at, self.limits.reply_bytes)
+            return self.channel.exchange(header, blobs, deadline.at, self.limits.reply_bytes)
         except (wire.WireClosed, BrokenPipeError):
             raise WorkerDied(*self.death_notice()) from None
         except wire.WireTimeout:
             raise CallTimeout(deadline.seconds) from None
         except wire.WireError as exc:
             raise BadReply(f"the worker sent a malformed reply ({exc})") from None
-        return reply, reply_blobs
 
     def death_notice(self) -> tuple[str, bool]:
         """How the worker ended, and whether it exited by itself (with a status) rather than by a signal."""
@@ -243,13 +264,59 @@ class Worker:
         return f"the worker process exited with status {code}", True
 
     def close(self) -> None:
-        for fd in (self.request_fd, self.reply_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.channel.close()
         self.process.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class Pipes:
+    """The sandbox's channel: a request pipe written and a reply pipe read under the call's deadline (select)."""
+
+    def __init__(self, request_fd: int, reply_fd: int):
+        self.request_fd, self.reply_fd = request_fd, reply_fd
+
+    def exchange(self, header: dict, blobs: list[bytes], deadline: float, max_bytes: int) -> tuple[dict, list[bytes]]:
+        wire.write_frame(self.request_fd, header, blobs, deadline)
+        return wire.read_frame(self.reply_fd, deadline, max_bytes)
+
+    def close(self) -> None:
+        for fd in (self.request_fd, self.reply_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class Streams:
+    """The portable tier's channel: the worker's stdin and stdout. Windows cannot select() on a pipe, so each
+    exchange runs on a thread of its own and the caller waits for it until the deadline; a worker that misses it
+    is closed by the caller (Slot), which ends the thread's read too."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+
+    def exchange(self, header: dict, blobs: list[bytes], deadline: float, max_bytes: int) -> tuple[dict, list[bytes]]:
+        answer: queue.Queue = queue.Queue()
+
+        def talk() -> None:
+            try:
+                self.proc.stdin.write(wire.pack(header, blobs))
+                self.proc.stdin.flush()
+                answer.put(wire.read_stream(self.proc.stdout, max_bytes))
+            except (OSError, ValueError):  # a closed pipe, or one closed under us
+                answer.put(wire.WireClosed("the worker closed the connection"))
+            except wire.WireError as exc:
+                answer.put(exc)
+
+        threading.Thread(target=talk, daemon=True, name="worker-exchange").start()
+        try:
+            got = answer.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise wire.WireTimeout("no reply before the time limit") from None
+        if isinstance(got, wire.WireError):
+            raise got
+        return got
+
+    def close(self) -> None:
+        pass  # the pipes are the process's: Spawned.close ends both
 
 
 class Started:
@@ -303,6 +370,34 @@ class Forked:
             except ProcessLookupError:
                 pass
             self.exit_code(2.0)
+
+
+class Spawned:
+    """A worker of the portable tier: a plain child process with no session, limits or walls of its own (what each
+    OS offers alike), in the student's own environment with one thread for torch as in the sandbox."""
+
+    depth = 0
+
+    def __init__(self, argv: list[str], workdir: Path):
+        self.proc = subprocess.Popen(argv, cwd=workdir, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.pid = self.proc.pid
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def exit_code(self, seconds: float) -> int | None:
+        try:
+            return self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _chown_tree(top: Path, uid: int) -> None:

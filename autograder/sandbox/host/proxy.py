@@ -131,7 +131,7 @@ class Slot:
     def paused(self):
         """Whatever runs of this slot's worker (if one is started) stopped, and what it left running killed, while
         something else is timed."""
-        worker = self.worker
+        worker = self.worker if self.tier.walled else None  # the portable tier stops nothing: it has no /proc to look in
         try:
             pid = reaper.still(worker.process.pid, worker.process.depth) if worker else None
         except ProcessLookupError:  # it died meanwhile: nothing of it runs

@@ -22,17 +22,17 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_SECONDS = 10.0
 
-_libc = ctypes.CDLL(None, use_errno=True)
 _live_workers: set[int] = set()  # pids of workers still in use: the sweep leaves them alone
 _starting = threading.Lock()  # a worker's fork and its registration are one step to the sweep (workers start on a thread)
 
 
 def harden_parent() -> list[str]:
     """Make this process undumpable and a subreaper; the list says what could not be done."""
+    libc = ctypes.CDLL(None, use_errno=True)  # here, not on import: the portable tier imports this module on any OS
     missing = []
     for option, what in ((PR_SET_DUMPABLE, "undumpable"), (PR_SET_CHILD_SUBREAPER, "subreaper")):
         value = 0 if option == PR_SET_DUMPABLE else 1
-        if _libc.prctl(option, value, 0, 0, 0) != 0:
+        if libc.prctl(option, value, 0, 0, 0) != 0:
             missing.append(f"could not make the grader {what}: {os.strerror(ctypes.get_errno())}")
     return missing
 

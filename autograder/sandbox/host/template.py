@@ -35,7 +35,7 @@ class TemplateGone(Exception):
 
 class Template:
     """A template process, started at once; `ready` (or the first `fork`) has it import and waits for it, so that the
-    grader can hold its imports, as any start, to a time when no timing case runs (runner.Floor)."""
+    grader can hold its imports, as any start, to a time when no timing case runs (floor.Floor)."""
 
     def __init__(self, tier: Tier, modules: tuple[str, ...], worker_side: Path, files: tuple[str, ...], env: dict):
         # Workers' scratch folders are made in here, each its uid's alone; the folder itself only lets them through.

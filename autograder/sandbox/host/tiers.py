@@ -13,8 +13,13 @@ Chosen once per run, printed, and recorded in results.json:
   other workers of its submission, forked from one template: template.py).
 - same-user: neither. The worker shares the grader's uid and file system; what
   still holds is listed in SECURITY.md.
+- portable: no sandbox at all, for `check` on a student's own machine where the
+  sandbox cannot run (macOS, Windows: it needs Linux). The code checked is the
+  student's own, so nothing is walled off; each component still runs in a
+  process of its own under each case's time limit (process.Spawned). Never
+  chosen by choose_tier: `grade`, `grade-all` and Gradescope refuse it.
 
-In every tier the worker also applies resource limits and the seccomp filter
+In every sandbox tier the worker also applies resource limits and the seccomp filter
 (sandbox/worker/seccomp.py) itself, and the parent is undumpable and reaps every
 process the student leaves behind (sandbox/host/reaper.py). A tier is only chosen
 after a probe shows it can start Python; otherwise the grader says why and
@@ -22,8 +27,10 @@ takes the next one.
 """
 from __future__ import annotations
 
+import ctypes
 import glob
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -38,6 +45,7 @@ GUARANTEES = {
     "root": "a uid of its own, no network, grader files unreadable",
     "bubblewrap": "private mounts, PIDs and network; grader files not mounted",
     "same-user": "same user, resource limits, seccomp where it loads; grader files readable",
+    "portable": "no sandbox: your own code on your own machine, a process per component with time limits",
 }
 # Ids no account or other grader uses: each grader process gets its own, so one
 # grader's sweep (kill every process of the uid) never touches another's workers.
@@ -58,6 +66,11 @@ class Tier:
     hidden: tuple[Path, ...] = ()  # what the worker must not read
     bwrap: str | None = None  # bubblewrap tier, and the root tier where bwrap is installed
     python_paths: tuple[Path, ...] = field(default=(), repr=False)  # read-only binds for bwrap
+
+    @property
+    def walled(self) -> bool:
+        """Whether workers wall themselves in (every tier but portable)."""
+        return self.name != "portable"
 
     def with_id(self, k: int) -> Tier:
         """This tier with the grader's k-th student uid (root tier; k < STUDENT_IDS): one component's worker can then
@@ -82,7 +95,12 @@ class Tier:
 
 
 def choose_tier(hidden: list[Path], require: str = "same-user") -> Tier:
-    """The strongest tier that works here, at least `require`; `hidden` lists what students must not read."""
+    """The strongest tier that works here, at least `require`; `hidden` lists what students must not read. Never the
+    portable tier: where the sandbox cannot run, grading refuses to (only a student's `check` falls back)."""
+    missing = sandbox_missing()
+    if missing:
+        raise TierUnavailable(f"grading runs only in the sandbox ({missing}); on a student's own machine, `check` runs "
+                              "the visible cases without it")
     hidden = tuple(p.resolve() for p in hidden if p.exists())
     notes: list[str] = []
     bwrap = shutil.which("bwrap")
@@ -252,14 +270,16 @@ class Isolation:
         self.tier, self.notes = tier, list(tier.notes)
 
     def __enter__(self) -> Isolation:
-        self.notes += reaper.harden_parent()
+        if self.tier.walled:
+            self.notes += reaper.harden_parent()
         if self.tier.name == "root":
             hide(self.tier.hidden)
         return self
 
     def __exit__(self, *exc) -> None:
-        for uid in {self.tier.with_id(k).student_id for k in range(STUDENT_IDS)}:
-            reaper.sweep(uid)
+        if self.tier.walled:
+            for uid in {self.tier.with_id(k).student_id for k in range(STUDENT_IDS)}:
+                reaper.sweep(uid)
 
     def record(self) -> dict:
         return {**self.tier.record(), "notes": list(self.notes)}
@@ -268,3 +288,31 @@ class Isolation:
 def isolation_for(rubric_dir: Path, solutions_dir: Path | None, extra: list[Path] = (), require: str = "same-user") -> Isolation:
     """The strongest isolation here (at least `require`) for grading with this rubric: not yet entered."""
     return Isolation(choose_tier(grader_files(rubric_dir, solutions_dir, list(extra)), require))
+
+
+def sandbox_missing() -> str | None:
+    """Why the sandbox cannot run on this machine, or None when it can: its walls are Linux's (walls.py: resource
+    limits, prctl, seccomp; the machine floor's flock; templates that fork)."""
+    if not sys.platform.startswith("linux"):
+        return f"the sandbox needs Linux, and this is {platform.system() or sys.platform}"
+    try:
+        import fcntl  # noqa: F401
+        import resource  # noqa: F401
+
+        ctypes.CDLL(None, use_errno=True).prctl  # noqa: B018
+    except (ImportError, OSError, AttributeError, TypeError) as exc:
+        return f"the sandbox needs Linux's resource, fcntl and prctl ({exc})"
+    return None
+
+
+def student_isolation(rubric_dir: Path, solutions_dir: Path | None, require: str = "portable") -> tuple[Isolation, str | None]:
+    """What `check` runs under on a student's machine: the sandbox where it can run, else the portable tier, with the
+    one line that says so (None in the sandbox). `require` above portable refuses the fallback."""
+    missing = sandbox_missing()
+    if missing is None:
+        return isolation_for(rubric_dir, solutions_dir, require="same-user" if require == "portable" else require), None
+    if require != "portable":
+        raise TierUnavailable(f"--require-tier {require}, but {missing}")
+    line = (f"No sandbox here ({missing}): your code runs in a plain process per component, with the grader's cases, "
+            "time limits, rules and messages.")
+    return Isolation(Tier("portable", (missing,))), line

@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seccomp  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
+import walls  # noqa: E402
 import worker  # noqa: E402
 
 del sys.path[0]
@@ -41,7 +42,7 @@ POLL_SECONDS = 0.005
 def main(control_fd: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_DUMPABLE, 0)
-    libc.prctl(worker.PR_SET_PDEATHSIG, signal.SIGKILL)
+    libc.prctl(walls.PR_SET_PDEATHSIG, signal.SIGKILL)
     libc.prctl(seccomp.PR_SET_CHILD_SUBREAPER, 1)  # what a dead worker left running comes here, to be killed
     control = socket.socket(fileno=control_fd)
     hello = json.loads(control.recv(MESSAGE_BYTES))

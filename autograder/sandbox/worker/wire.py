@@ -326,7 +326,7 @@ def _decode_tensor(body, blobs):
     return t.requires_grad_(True) if requires_grad is True and t.is_floating_point() else t
 
 
-# ---- frames over pipes -----------------------------------------------------
+# ---- frames over pipes and streams -----------------------------------------
 
 
 def pack(header: dict, blobs: list[bytes]) -> bytes:
@@ -352,11 +352,27 @@ def write_frame(fd: int, header: dict, blobs: list[bytes], deadline: float | Non
 
 def read_frame(fd: int, deadline: float | None = None, max_blob_bytes: int = MAX_BLOB_BYTES) -> tuple[dict, list[bytes]]:
     """Read one frame; a deadline (time.monotonic) bounds the whole read."""
-    (length,) = _LEN.unpack(_read_exact(fd, _LEN.size, deadline))
+    return _frame(lambda n: _read_exact(fd, n, deadline), max_blob_bytes)
+
+
+def read_stream(stream, max_blob_bytes: int = MAX_BLOB_BYTES) -> tuple[dict, list[bytes]]:
+    """Read one frame from a binary stream (the portable runner's worker's stdout), waiting as long as it takes:
+    the caller bounds the wait (process.Streams)."""
+    def exact(n: int) -> bytes:
+        data = stream.read(n) if n else b""
+        if len(data) < n:
+            raise WireClosed("the worker closed the connection")
+        return data
+
+    return _frame(exact, max_blob_bytes)
+
+
+def _frame(read_exact, max_blob_bytes: int) -> tuple[dict, list[bytes]]:
+    (length,) = _LEN.unpack(read_exact(_LEN.size))
     if length > MAX_HEADER_BYTES:
         raise WireError(f"reply header of {length} bytes exceeds the limit")
     try:
-        header = json.loads(_read_exact(fd, length, deadline))
+        header = json.loads(read_exact(length))
     except (ValueError, RecursionError):
         raise WireError("reply header is not valid JSON") from None
     sizes = header.get("blobs") if type(header) is dict else None
@@ -364,7 +380,7 @@ def read_frame(fd: int, deadline: float | None = None, max_blob_bytes: int = MAX
         raise WireError("reply header has no valid blob list")
     if sum(sizes) > max_blob_bytes:
         raise WireError(f"reply of {sum(sizes)} bytes exceeds the {max_blob_bytes}-byte limit")
-    return header, [_read_exact(fd, s, deadline) for s in sizes]
+    return header, [read_exact(s) for s in sizes]
 
 
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:

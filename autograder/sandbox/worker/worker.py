@@ -1,35 +1,33 @@
 """The worker: the one process that imports and runs a submission.
 
-Started by `process.py` as `python -I worker.py REQUEST_FD REPLY_FD` with an
-environment of the grader's making (process.worker_env: nothing of its own but
-what CUDA needs), in a scratch folder holding a copy of the submission and of
-this folder's worker-side files, or forked in that folder by the grader's
-template (template.py), which has imported numpy and torch already. Before any
-student code runs it walls itself in (`isolate`), then answers requests until
-its request pipe closes. Everything it sends after that is untrusted by the
-parent.
+Started by `process.py` in a scratch folder holding a copy of the submission, in one of two ways:
+
+- in the sandbox, as `python -I worker.py REQUEST_FD REPLY_FD` with an environment of the grader's making
+  (process.worker_env: nothing of its own but what CUDA needs) and this folder's worker-side files beside it,
+  or forked in that folder by the grader's template (template.py), which has imported numpy and torch already.
+  Before any student code runs it walls itself in (walls.py: Linux's limits, namespaces, prctl and seccomp).
+- by the portable runner (a student's own machine, any OS), as `python worker.py --stdio` from the grader's
+  package: no walls, its stdin and stdout the channel. It imports nothing that only Linux has.
+
+Either way it then answers requests until its request channel closes. Everything it sends after that is
+untrusted by the parent.
 """
 from __future__ import annotations
 
-import ctypes
 import importlib
 import io
 import os
-import resource
-import signal
 import sys
 import traceback
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import guard  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
-import seccomp  # noqa: E402
 import wire  # noqa: E402
 
 del sys.path[0]
 
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
-PR_SET_PDEATHSIG = 1
 PRINTED_CHARS = 2000  # of what student code prints during one request, kept for the reply; the rest is only counted
 
 
@@ -37,9 +35,10 @@ class Printed(io.TextIOBase):
     """sys.stdout and sys.stderr while student code runs: what it prints through Python, bounded, taken with each
     reply. Writes to the raw descriptors 1 and 2 (os.write, C extensions) still go to /dev/null."""
 
-    def __init__(self):
+    def __init__(self, folder: str = ""):
         self.kept, self.more = [], 0
         self.room = PRINTED_CHARS
+        self.folder = folder  # the scratch copy of the submission: its path is shown as the student's own, relative
 
     def writable(self) -> bool:
         return True
@@ -48,6 +47,8 @@ class Printed(io.TextIOBase):
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         text = str.__str__(text)  # a plain str, whatever a subclass overrides
+        if self.folder:  # a warning's "/tmp/autograder-worker-x1y2/submission/ngram.py:12: ..." reads "ngram.py:12: ..."
+            text = text.replace(self.folder, "")
         if self.room:
             self.kept.append(text[:self.room])
         self.more += max(0, len(text) - self.room)
@@ -57,67 +58,8 @@ class Printed(io.TextIOBase):
     def take(self) -> dict:
         """What was printed since the last reply: {"printed": at most PRINTED_CHARS characters, "printed_more": the count of the rest}."""
         taken = {"printed": "".join(self.kept), "printed_more": self.more}
-        self.__init__()
+        self.__init__(self.folder)
         return taken
-
-
-def isolate(hello: dict) -> dict:
-    """Network namespace, the student uid (root tier), limits, then the seccomp filter; says what held."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    try:  # when memory runs out across processes, the kernel takes students first (before the uid changes: then /proc/self is root's)
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
-    except OSError:
-        pass
-    held = {"network_namespace": hello["in_network_namespace"], "seccomp": None}
-    uid = hello["student_id"]
-    if not held["network_namespace"]:  # unprivileged, a user namespace is the key to a network namespace
-        held["network_namespace"] = libc.unshare(CLONE_NEWNET if uid is not None else CLONE_NEWUSER | CLONE_NEWNET) == 0
-    if uid is not None:  # started as root: become the student for good
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader; set after the uid change, which clears it
-    # Orphans of the student's processes become ours, not the grader's or the template's: everything the student
-    # runs stays below the worker, where the grader stops or kills it (the seccomp filter keeps this set).
-    libc.prctl(seccomp.PR_SET_CHILD_SUBREAPER, 1)
-    if hello["parent"] is not None and os.getppid() != hello["parent"]:  # the grader died before that
-        os._exit(1)
-    apply_limits(hello["limits"])
-    try:
-        seccomp.install(hello["protected_pids"], hello["protected_pgids"])
-        held["seccomp"] = "loaded"
-    except seccomp.SeccompUnavailable as exc:
-        held["seccomp"] = f"not loaded: {exc}"
-    return held
-
-
-def apply_limits(limits: dict) -> None:
-    # Soft and hard limits are equal so student code cannot raise them again.
-    # RLIMIT_AS is left alone: importing torch reserves several GiB of address space.
-    for name, value in (
-        ("RLIMIT_CPU", limits["cpu_seconds"]),
-        ("RLIMIT_DATA", limits["memory_bytes"]),
-        ("RLIMIT_FSIZE", limits["file_bytes"]),
-        ("RLIMIT_NOFILE", limits["open_files"]),
-        ("RLIMIT_CORE", 0),
-    ):
-        resource.setrlimit(getattr(resource, name), (value, value))
-    if os.getuid() != 0:  # root ignores RLIMIT_NPROC; for others it counts every task of the uid
-        tasks = _tasks_of(os.getuid()) + limits["processes"]
-        resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
-
-
-def _tasks_of(uid: int) -> int:
-    count = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                if int(next(line for line in f if line.startswith("Uid:")).split()[1]) == uid:
-                    count += len(os.listdir(f"/proc/{pid}/task"))
-        except (OSError, StopIteration, ValueError):
-            continue
-    return count
 
 
 class Objects:
@@ -327,11 +269,11 @@ def describe_error(exc: BaseException, submission_dir: str) -> dict:
     return {"type": type(exc).__name__, "message": message, "frames": frames[-8:]}
 
 
-def main(request_fd: int, reply_fd: int) -> None:
-    """Serve the grader from the submission folder, the working directory, until the request pipe closes."""
+def main(request_fd: int, reply_fd: int, walled: bool = True) -> None:
+    """Serve the grader from the submission folder, the working directory, until the request channel closes."""
     submission_dir = os.getcwd()
     hello, _ = wire.read_frame(request_fd)
-    held = isolate(hello)
+    held = _walls().isolate(hello) if walled else {}
     for name in hello["preload"]:  # the grader's imports, inside the walls and before any student code
         importlib.import_module(name)
     if "torch" in sys.modules:  # else a component that forbids torch, timed by no case; bound on first use
@@ -339,7 +281,7 @@ def main(request_fd: int, reply_fd: int) -> None:
     forbidden = guard.Guard(submission_dir, hello["forbidden_modules"], hello["forbidden_calls"])
     sys.path.insert(0, submission_dir)
     objects = Objects()
-    printed = sys.stdout = sys.stderr = Printed()  # one stream, so stdout and stderr keep their order
+    printed = sys.stdout = sys.stderr = Printed(submission_dir + os.sep)  # one stream: stdout and stderr keep their order
     wire.write_frame(reply_fd, {"ready": True, "held": held}, [])
     while True:
         try:
@@ -356,5 +298,36 @@ def main(request_fd: int, reply_fd: int) -> None:
         wire.write_frame(reply_fd, reply, out)
 
 
+def _walls() -> types.ModuleType:
+    """walls.py, imported only where the worker walls itself in: it needs Linux."""
+    sys.path.insert(0, HERE)
+    try:
+        import walls
+    finally:
+        del sys.path[0]
+    return walls
+
+
+def stdio() -> tuple[int, int]:
+    """The portable worker's channel: its stdin and stdout, moved to descriptors of their own. Descriptors 0 and 1
+    then read nothing and write nowhere, so what student code writes below Python cannot break a frame."""
+    request_fd, reply_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    if sys.platform == "win32":  # frames are bytes: no newline translation on Windows's pipes
+        import msvcrt
+
+        for fd in (request_fd, reply_fd):
+            msvcrt.setmode(fd, os.O_BINARY)
+    return request_fd, reply_fd
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    if sys.argv[1:] == ["--stdio"]:  # without -I, which would hide packages a student installed with --user
+        if sys.path and os.path.abspath(sys.path[0]) == HERE:  # the worker's own folder, as in the sandbox, is not the student's
+            del sys.path[0]
+        main(*stdio(), walled=False)
+    else:
+        main(int(sys.argv[1]), int(sys.argv[2]))
