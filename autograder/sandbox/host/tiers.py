@@ -150,7 +150,21 @@ def _bubblewrap_tier(hidden, bwrap, paths, notes) -> Tier | None:
 
 def _probe(tier: Tier, argv: list[str]) -> str | None:
     """None when argv runs cleanly inside `tier`, from an empty scratch folder as a worker would, else
-    the last line of what went wrong."""
+    the last line of what went wrong. A tier and command that ran cleanly once in this process are not probed again
+    (a batch job or a test session chooses its tier for each submission); one that failed is, as the failure may pass."""
+    key = (tier, tuple(argv))
+    if key in _PROBED_CLEAN:
+        return None
+    reason = _run_probe(tier, argv)
+    if reason is None:
+        _PROBED_CLEAN.add(key)
+    return reason
+
+
+_PROBED_CLEAN: set[tuple[Tier, tuple[str, ...]]] = set()
+
+
+def _run_probe(tier: Tier, argv: list[str]) -> str | None:
     with tempfile.TemporaryDirectory(prefix="autograder-probe-") as scratch:
         os.chmod(scratch, 0o755)  # the student uid of the root tier starts in it
         try:
