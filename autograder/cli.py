@@ -1,6 +1,7 @@
 """The commands: `grade`, `grade-all`, `report`, `check`, `release`, `gradescope build` and `verify`.
 
-Results go to stdout, notes and errors to stderr; exit 2 means the input could not be used, 130 Ctrl-C."""
+Results go to stdout, notes and errors to stderr; exit 2 means the input could not be used, 128 + N that signal N
+stopped the command: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import traceback
@@ -22,11 +24,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .batch import BatchOptions, ExportError, build_report, entry_line, grade_all
 from .batch.cluster import ClusterError
+from .batch.jobs import STOPS
 from .batch.report import DEFAULT_THRESHOLD
 from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
-from .release.bundle import BUNDLE_OWN, BundleError, check_bundle_target, write_bundle
-from .release.gradescope import build_zip
+from .release.bundle import BUNDLE_OWN, BundleError, check_bundle_target, part_numbers, select_components, write_bundle
+from .release.gradescope import build_zip, zip_name
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
 from .runner import grade
@@ -37,7 +40,8 @@ from .verify import MistakesError, load_mistakes, print_report, verify
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 USAGE_ERROR = 2
 GRADER_FAILED = 3  # the grader failed on some case (its own failure): the results are written, but not final
-INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
+SIGNALLED = 128  # the shell's status for a command a signal ended: 128 + the signal's number
+INTERRUPTED = SIGNALLED + signal.SIGINT  # Ctrl-C: 130
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ def cmd_grade(args, ui: Terminal) -> int:
         for cid in args.component or ():
             rubric.component(cid)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.path), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
+            submission = open_submission(Path(args.path), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed,
+                                         graded=rubric.files)
             secret = read_secret(args.secret_file, ui)
             also_hidden = [*([results] if results else []), *([args.secret_file] if args.secret_file else [])]
             with isolation_for(rubric.path.parent, rubric.solutions_dir, also_hidden, args.require_tier) as isolation:
@@ -142,7 +147,8 @@ def cmd_check(args, ui: Terminal) -> int:
         for cid in components or ():
             rubric.component(cid)
         with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.dir), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
+            submission = open_submission(Path(args.dir), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed,
+                                         graded=rubric.files)
             isolation, portable = student_isolation(rubric.path.parent, rubric.solutions_dir, args.require_tier)
             if portable:
                 ui.note(portable)
@@ -164,15 +170,15 @@ def cmd_check(args, ui: Terminal) -> int:
 def cmd_release(args, ui: Terminal) -> int:
     try:
         rubric = rubric_of(args, ui)
+        if args.each_part:
+            if not args.out:
+                raise BundleError("--each-part writes a folder per part; give --out DIR too")
+            return release_each_part(rubric, Path(args.out), args.part or [], ui)
         if args.out:
             out = Path(args.out).absolute()
-            check_bundle_target(rubric, out, args.part)  # before a minute of recording
+            check_bundle_target(rubric, out, args.part or ())  # before a minute of recording
             ui.note("recording the visible cases on the reference solutions, then replaying them; this takes a minute")
-            made = write_bundle(rubric, out, args.part)
-            ui.out.print(f"wrote the student bundle for {', '.join(made['components'])} to {args.out}: {', '.join(made['files'])}, "
-                         f"handouts, notebooks, and {made['cases']} visible cases ({made['bytes'] >> 10} KiB of recorded expected "
-                         f"values, replayed against the reference: all pass); {made['not_here']} cases run only when graded",
-                         highlight=False)
+            ui.out.print(bundle_written(write_bundle(rubric, out, args.part or ()), args.out), markup=False, highlight=False)
             return 0
         if args.part:
             raise BundleError("--part selects what goes into a student bundle; give --out DIR too")
@@ -197,6 +203,42 @@ def cmd_release(args, ui: Terminal) -> int:
     return 0
 
 
+def release_each_part(rubric: Rubric, out: Path, parts: list[str], ui: Terminal) -> int:
+    """`release --out DIR --each-part`: for each part (or each of `parts`), its student bundle in DIR/part<n>/bundle/ and
+    its Gradescope zip, DIR/part<n>/autograder.zip. A part's folder must be new or empty, as a bundle's must."""
+    folders = {n: out / f"part{n}" for n in part_numbers(rubric, select_components(rubric, parts))}
+    for n, folder in folders.items():  # every refusal before minutes of recording
+        check_bundle_target(rubric, folder.absolute(), [str(n)])
+    how_many = f"{len(folders)} part{'s' * (len(folders) != 1)}"
+    ui.note(f"releasing {how_many}: each records its visible cases on the reference solutions, then replays "
+            "them; this takes up to a minute per part")
+    for n, folder in folders.items():
+        components = select_components(rubric, [str(n)])
+        made = write_bundle(rubric, folder.absolute() / "bundle", [str(n)])
+        names = build_zip(rubric, folder / "autograder.zip", components)
+        ui.out.print(f"{folder}: {components[0].part}\n  {bundle_written(made, folder / 'bundle')}\n  "
+                     + zip_written(rubric, components, folder / "autograder.zip", names), markup=False, highlight=False)
+    ui.out.print(f"released {how_many} to {out}: give each part's bundle/ to its students, and upload its "
+                 "autograder.zip as the autograder of its Gradescope assignment", markup=False, highlight=False)
+    return 0
+
+
+def bundle_written(made: dict, out: str | Path) -> str:
+    """What `release --out` says of the bundle write_bundle wrote to `out`."""
+    return (f"wrote the student bundle for {', '.join(made['components'])} to {out}: {', '.join(made['files'])}, handouts, "
+            f"notebooks, and {made['cases']} visible cases ({made['bytes'] >> 10} KiB of recorded expected values, replayed "
+            f"against the reference: all pass); {made['not_here']} cases run only when graded")
+
+
+def zip_written(rubric: Rubric, components: list, out: Path, names: list[str]) -> str:
+    """What `gradescope build` says of the zip of `components` build_zip wrote to `out`."""
+    cases = [k for c in components for k in c.cases]
+    graded = "the whole course" if components == rubric.components else "; ".join(dict.fromkeys(c.part for c in components))
+    return (f"wrote {out} ({len(names)} files, {out.stat().st_size / 1e6:.1f} MB): the Gradescope autograder of {graded}, "
+            f"{len(cases)} cases worth {sum(k.points for k in cases):g} points, with a new secret; upload it as the assignment's "
+            "autograder (hidden inputs are fixed until the next build)")
+
+
 def cmd_grade_all(args, ui: Terminal) -> int:
     if args.jobs is not None and args.jobs < 1:
         ui.error(f"--jobs {args.jobs}: at least one job is needed")
@@ -207,41 +249,51 @@ def cmd_grade_all(args, ui: Terminal) -> int:
     only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip())
     options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget, args.similarity,
                            args.backend, args.address, args.timing_on, args.schedule_timeout)
+    out = Path(args.out)
     try:
         rubric = rubric_of(args, ui)
         with batch_progress(ui) as progress:
-            rows = grade_all(rubric, Path(args.submissions), Path(args.out), options, ui.note, progress)
+            rows = grade_all(rubric, Path(args.submissions), out, options, ui.note, progress)
     except (RubricError, ExportError, TierUnavailable, ClusterError, OSError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP: grade_all has written the gradebook of what finished
+        if (out / "grades.csv").exists():
+            ui.note(f"what finished is in {out / 'grades.csv'}; the same command grades the rest, and "
+                    f"`autograder report {out}` writes the report")
+        raise
     counts = Counter(row["status"] for row in rows.values())
-    ui.out.print(f"{len(rows)} submissions in {Path(args.out) / 'grades.csv'}: "
+    ui.out.print(f"{len(rows)} submissions in {out / 'grades.csv'}: "
                  + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())), highlight=False)
     return 0
 
 
 @contextlib.contextmanager
 def batch_progress(ui: Terminal):
-    """A progress bar with failures so far and an ETA on a terminal; otherwise one line per submission (-q: none)."""
-    failures = []
+    """grade_all's `progress(done, total, row)`: on a terminal a bar with failures so far and an ETA, shown from the
+    call before grading (row None), each submission's line printed above it as it ends; otherwise one line per
+    submission (-q: none)."""
     if ui.verbosity < 0:
         yield lambda done, total, row: None
     elif not ui.err.is_terminal:
-        def line(done: int, total: int, row: dict) -> None:
-            failures.extend([row["id"]] if row["status"] != "ok" else [])
-            ui.note(f"[{done}/{total}] {entry_line(row)}")
+        def line(done: int, total: int, row: dict | None) -> None:
+            if row is not None:
+                ui.note(f"[{done}/{total}] {entry_line(row)}")
         yield line
     else:
         columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} not ok"),
                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-        with Progress(*columns, console=ui.err) as bar:
-            task = bar.add_task("grading", total=None, failed=0)
+        with Progress(*columns, console=ui.err) as bar:  # no task, nothing shown: the bar appears with its total
+            failed = 0
 
-            def advance(done: int, total: int, row: dict) -> None:
-                failures.extend([row["id"]] if row["status"] != "ok" else [])
-                bar.update(task, completed=done, total=total, failed=len(failures))
-                if ui.verbosity > 0 or row["status"] != "ok":
-                    bar.console.print(printable(entry_line(row), keep="\n"), markup=False, highlight=False)
+            def advance(done: int, total: int, row: dict | None) -> None:
+                nonlocal failed
+                if row is None:
+                    bar.add_task("grading", total=total, completed=done, failed=0)
+                    return
+                failed += row["status"] != "ok"
+                bar.update(bar.task_ids[0], completed=done, failed=failed)
+                bar.console.print(printable(entry_line(row), keep="\n"), markup=False, highlight=False)
             yield advance
 
 
@@ -262,14 +314,15 @@ def cmd_report(args, ui: Terminal) -> int:
 
 
 def cmd_gradescope(args, ui: Terminal) -> int:
-    out = Path(args.out)
     try:
-        names = build_zip(rubric_of(args, ui), out)
+        rubric = rubric_of(args, ui)
+        components = select_components(rubric, args.part or ())
+        out = Path(args.out or zip_name(rubric, components))
+        names = build_zip(rubric, out, components)
     except (RubricError, ReleaseError, OSError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
-    ui.out.print(f"wrote {out} ({len(names)} files, {out.stat().st_size / 1e6:.1f} MB) with a new secret: upload it as the "
-                 "assignment's autograder; hidden inputs are fixed until the next build", highlight=False)
+    ui.out.print(zip_written(rubric, components, out, names), markup=False, highlight=False)
     return 0
 
 
@@ -285,25 +338,35 @@ def cmd_verify(args, ui: Terminal) -> int:
 
 
 def common_options(top: bool) -> argparse.ArgumentParser:
-    """Options every command takes, before or after its name. Below the top, an option left out must not
+    """--config, which every command takes, before or after its name. Below the top, an option left out must not
     overwrite what was given before the command's name: hence SUPPRESS."""
-    default = (lambda value: value) if top else (lambda value: argparse.SUPPRESS)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", default=default(None),
+    common.add_argument("--config", default=None if top else argparse.SUPPRESS,
                         help="the rubric, grading.yaml (default: the one installed with the grader; never one in the current folder)")
-    common.add_argument("-q", "--quiet", action="count", default=default(0), help="print totals only, no notes")
-    common.add_argument("-v", "--verbose", action="count", default=default(0), help="print every case's message, passed ones too")
     return common
+
+
+def verbosity_options(quiet: str, verbose: str | None = None) -> argparse.ArgumentParser:
+    """-q and -v, after the name of a command whose output they change, each with what it changes there; a command
+    that prints the same either way does not take them (main's verbosity is then 0)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("-q", "--quiet", action="count", default=0, help=quiet)
+    if verbose:
+        options.add_argument("-v", "--verbose", action="count", default=0, help=verbose)
+    return options
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = common_options(top=False)
+    cases = verbosity_options("print totals only, no notes", "print every case's message, passed ones too")
+    progress = verbosity_options("print no progress and no notes")
     parser = argparse.ArgumentParser(prog="autograder", description="Grade language-model assignments against hidden references.",
                                      parents=[common_options(top=True)])
+    parser.set_defaults(quiet=0, verbose=0)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    g = sub.add_parser("grade", parents=[common], help="grade a submission: a folder, a .zip, or a single .py file or .ipynb notebook")
+    g = sub.add_parser("grade", parents=[common, cases], help="grade a submission: a folder, a .zip, or a single .py file or .ipynb notebook")
     g.add_argument("path")
     g.add_argument("--results", help="write Gradescope's results.json here")
     g.add_argument("--component", action="append", help="grade only this component (repeatable)")
@@ -313,8 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse to grade below this isolation tier (weakest to strongest: %(choices)s)")
     g.set_defaults(func=cmd_grade)
 
-    ga = sub.add_parser("grade-all", parents=[common], help="TAs: grade a class (a Gradescope export, zipped or not, or a folder "
-                                                            "of submissions) in parallel, resumably, into a gradebook")
+    ga = sub.add_parser("grade-all", parents=[common, progress], help="TAs: grade a class (a Gradescope export, zipped or not, or a folder "
+                                                                      "of submissions) in parallel, resumably, into a gradebook")
     ga.add_argument("submissions", help="a Gradescope 'Export Submissions' zip or folder, or a folder whose every entry is a submission")
     ga.add_argument("--out", required=True, help="where grades.csv, results/, feedback/, summary.json and the journal go")
     ga.add_argument("--jobs", type=int, help="submissions graded at once (default: the usable cores; with --backend ray, as many as "
@@ -343,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="flag pairs of files sharing at least this share of their tokens (default: %(default)s)")
     rp.set_defaults(func=cmd_report)
 
-    c = sub.add_parser("check", parents=[common], help="run the visible cases on your files, exactly as the grader does")
+    c = sub.add_parser("check", parents=[common, cases], help="run the visible cases on your files, exactly as the grader does")
     c.add_argument("component", nargs="*", help="component ids, e.g. ngram or ngram backprop (default: all)")
     c.add_argument("--dir", default=".", help="folder holding your files (default: here)")
     c.add_argument("--require-tier", choices=("portable", *ORDER), default="portable",
@@ -354,16 +417,20 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "from solutions/, or with --out the student bundle")
     r.add_argument("--check", action="store_true", help="fail when starter/ or the rules are out of date instead of writing them")
     r.add_argument("--out", help="write the student bundle here: starter files, handouts, notebooks, the visible cases and how to run them")
-    r.add_argument("--part", help="only this part's components (its number, 1, 2..., or its name)")
+    r.add_argument("--part", action="append", help="only this part's components (its number, 1, 2..., or its name; repeatable)")
+    r.add_argument("--each-part", action="store_true", help="with --out DIR: a release per part (each --part, or every part), "
+                                                            "in DIR/part<n>/: its student bundle, bundle/, and its Gradescope autograder.zip")
     r.set_defaults(func=cmd_release)
 
     gs = sub.add_parser("gradescope", help="Gradescope's autograder zip")
     gs_sub = gs.add_subparsers(dest="action", required=True)
     b = gs_sub.add_parser("build", parents=[common], help="write the zip (setup.sh, run_autograder, grader, rubric, solutions, a new secret)")
-    b.add_argument("--out", default="autograder.zip", help="where to write it (default: %(default)s)")
+    b.add_argument("--out", help="where to write it (default: autograder.zip; autograder-part1.zip with --part 1)")
+    b.add_argument("--part", action="append", help="grade only this part (its number, 1, 2..., or its name; repeatable): "
+                                                   "one Gradescope assignment per part")
     b.set_defaults(func=cmd_gradescope)
 
-    v = sub.add_parser("verify", parents=[common], help="staff: the solutions earn every point, the starter none, and every known mistake is caught")
+    v = sub.add_parser("verify", parents=[common, progress], help="staff: the solutions earn every point, the starter none, and every known mistake is caught")
     v.add_argument("--component", action="append", help="verify only this component (repeatable)")
     v.add_argument("--mistakes", type=Path, help="the catalog of known mistakes (default: mistakes.yaml in the solutions folder)")
     v.add_argument("--quick", action="store_true", help="leave out the training and timing cases where a mistake need not fail them")
@@ -377,11 +444,40 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")
     ui = Terminal(Console(highlight=False), Console(stderr=True, highlight=False, soft_wrap=True), min(args.verbose, 1) - min(args.quiet, 1))
+    stopped_by: list[int] = []
     try:
-        return args.func(args, ui)
-    except KeyboardInterrupt:  # every worker is dead by now (run.grade sweeps on the way out)
-        ui.err.print("interrupted", highlight=False)
-        return INTERRUPTED
+        with stops_as_interrupts(stopped_by):
+            return args.func(args, ui)
+    except KeyboardInterrupt:  # every worker is dead by now (run.grade sweeps on the way out, a batch stops its jobs)
+        signum = stopped_by[0] if stopped_by else signal.SIGINT
+        ui.err.print("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}", highlight=False)
+        return SIGNALLED + signum
+
+
+@contextlib.contextmanager
+def stops_as_interrupts(stopped_by: list[int]):
+    """While the block runs, SIGTERM and SIGHUP (STOPS) raise KeyboardInterrupt in this, the main thread, so that
+    everything that cleans up after Ctrl-C (workers swept, a batch's jobs stopped and its gradebook written) does so
+    after these too; the signal is appended to `stopped_by`, since the exception may reach the caller as another
+    KeyboardInterrupt (Ray's waits raise their own). Then the handlers before it are back. A signal ignored when the
+    command started stays ignored (nohup's SIGHUP), and once one has arrived the next are ignored: a second `kill`,
+    or SIGTERM after SIGHUP, must not cut short the writing of what finished."""
+    before = {signum: signal.getsignal(signum) for signum in STOPS}
+    caught = [signum for signum, handler in before.items() if handler is not signal.SIG_IGN]
+
+    def stop(signum, frame):
+        for each in caught:
+            signal.signal(each, signal.SIG_IGN)
+        stopped_by.append(signum)
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    try:
+        for signum in caught:
+            signal.signal(signum, stop)
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def check_main() -> int:

@@ -23,6 +23,7 @@ from .sandbox.worker.wire import Handle
 
 Candidates = Mapping[str, Callable[[], object]]  # a likely mistake -> its wrong answer, computed only when asked
 LOW_PRECISION = ("float16", "bfloat16", "float32")
+LIKELY = "Likely mistake: "  # names the mistake whose wrong answer explains every element; summaries keep it whole
 
 
 class CaseFailed(Ended):
@@ -307,7 +308,7 @@ def _likely(got, hints: Candidates | None, tol: Tolerance | None) -> str:
     """The first hint whose wrong answer explains every element of `got` (exactly, with no tolerance)."""
     for mistake, wrong_answer in (hints or {}).items():
         if _matches(got, wrong_answer, tol):
-            return f" Likely mistake: {mistake}."
+            return f" {LIKELY}{mistake}."
     return ""
 
 

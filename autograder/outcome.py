@@ -38,6 +38,11 @@ class Outcome:
 PASSED = Outcome("passed", "Passed.")
 
 
+def seconds_text(x: float) -> str:
+    """A time as a person reads it: "8.1 s", "10 s", "0.25 s"."""
+    return (f"{x:.2g}" if x < 1 else f"{x:.1f}".removesuffix(".0")) + " s"
+
+
 class Ended(Exception):
     """Ends a case. Subclasses set `kind`, and override `describe` where the message needs more than str(self)."""
 

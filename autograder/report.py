@@ -7,6 +7,13 @@ score, output, visibility, execution_time, extra_data, which holds the
 total's maximum (the specification has no top-level max_score), and the
 leaderboard where a ranking case earned an entry. It is written
 atomically, and a run that could not grade still writes one with no points.
+
+The top-level output is what Gradescope shows first, and a student reads it in a
+minute: the score per component, the failed cases with one line of
+cause each (those that other failed cases build on first), the passed cases
+folded into one line per component (summary_lines). Each case's whole message is
+in its own test; a batch's feedback file shows the same summary, then those
+messages in the same order (batch/gradebook.feedback_md).
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import os
 import shutil
 import tempfile
 import textwrap
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -22,7 +30,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .cases import TIMING
+from .cases import SUBJECTS, TIMING
+from .judge import LIKELY
 from .outcome import GRADER_FAILED
 from .runner import CaseResult, GradeRun
 from .submission import FileEntry, printable
@@ -46,8 +55,8 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
         for r in run.results
     ]
     shown = sum(1 for r in run.results if r.case.visible)
-    summary = [line for line in [run.grader_failure_line()] if line]
-    summary += [f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
+    summary = [line for line in [run.grader_failure_line()] if line] + summary_lines(tests)
+    summary += ["", f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown later) in {run.seconds:.1f} s."]
     summary += [HIDDEN_OUTPUT] if shown < len(tests) else []
     board = leaderboard(run.results)
     return {
@@ -73,7 +82,7 @@ def leaderboard(results: list[CaseResult]) -> list[dict]:
         if r.case.check not in TIMING and r.case.leaderboard is None and not (r.passed and r.fraction == 1):
             correct.discard(r.case.component)
     entries = []
-    for r in results:
+    for r in sorted(results, key=lambda r: r.case.leaderboard.place if r.case.leaderboard else 0):  # the board's order
         board = r.case.leaderboard
         if board and r.passed and r.counted and r.case.component in correct and not r.extra.get("flagged"):
             value = r.extra.get("leaderboard_value") if board.value == "set" else r.extra.get("ratio")
@@ -89,13 +98,106 @@ PRINTED = "\nYour code printed:"  # where a case's output turns from the grader'
 
 
 def feedback(r: CaseResult) -> str:
-    """The grader's message on a case, then what the student's code printed during it: each line behind "| ", so
-    that nothing printed can pass for a line of the grader's."""
+    """The grader's message on a case, after the points it earned where that was part of them, then what the
+    student's code printed during it: each line behind "| ", so that nothing printed can pass for a line of the
+    grader's."""
+    message = f"{credit(r.score, r.max_score)}: {r.output}" if r.passed and r.fraction < 1 and r.max_score else r.output
     if not r.printed and not r.printed_more:
-        return r.output
+        return message
     lines = "".join(f"\n| {line}" for line in r.printed.removesuffix("\n").split("\n"))
     more = f"\n... ({r.printed_more} more characters)" if r.printed_more else ""
-    return f"{r.output}{PRINTED}{lines}{more}"
+    return f"{message}{PRINTED}{lines}{more}"
+
+
+def credit(score: float, most: float) -> str:
+    """Part of a case's points, in words: "1.5 of 2 points" (a check's message then says what earned them)."""
+    return f"{score:g} of {most:g} point{'s' * (most != 1)}"
+
+
+CAUSE_CHARS = 200  # a summary line says this much of a case's message; the whole message is under the case
+
+
+def summary_lines(tests: list[dict]) -> list[str]:
+    """What a student reads first, from results.json's tests: the score per component; the failed cases (a part of
+    the points is a failure too), each with one line of its message, those that later failed cases build on first;
+    the passed ones, one line per component."""
+    components = list(dict.fromkeys(t["tags"][0] for t in tests))
+    lines = ["Score by component:"]
+    for component in components:
+        mine = [t for t in tests if t["tags"][0] == component]
+        lines.append(f"  {component}: {sum(t['score'] for t in mine):g} / {sum(t['max_score'] for t in mine):g}")
+    failed = failures_first(tests)
+    by_number = {t["number"]: t for t in failed}
+    used_by = Counter(n for t in failed for n in _uses(t))
+    causes = {t["number"]: _cause(t, by_number) for t in failed}
+    if failed:
+        lines += ["", f"{len(failed)} case{'s' * (len(failed) != 1)} failed" + ("; those that later cases build on come first:" if used_by else ":")]
+        alone = used_by.keys()  # a case that others use is said on its own line
+        lines += [_failure_line(group, causes[group[0]["number"]], used_by[group[0]["number"]])
+                  for group in neighbours(failed, lambda t: t["number"] if t["number"] in alone else causes[t["number"]])]
+    else:
+        lines += ["", "No case failed."]
+    lines.append("")
+    for component in components:
+        passed = [t for t in tests if t["tags"][0] == component and t["status"] == "passed"]
+        skipped = sum(t["extra_data"]["outcome"] == "skipped" for t in passed)
+        ran = len(passed) - skipped
+        said = [f"{ran} case{'s' * (ran != 1)} passed"] * bool(ran) + [f"{skipped} skipped"] * bool(skipped)
+        lines += [f"{component}: {', '.join(said)}"] * bool(said)
+    return lines
+
+
+def failures_first(tests: list[dict]) -> list[dict]:
+    """The failed cases: first those that later failed cases build on, then the others, each in the rubric's order."""
+    failed = [t for t in tests if t["status"] == "failed"]
+    used = {n for t in failed for n in _uses(t)}
+    return sorted(failed, key=lambda t: t["number"] not in used)
+
+
+def _uses(test: dict) -> list[str]:
+    """The numbers of the failed cases whose parts `test` builds on (runner._causes_first)."""
+    return test["extra_data"].get("uses_failed", [])
+
+
+def _cause(test: dict, failed: dict[str, dict]) -> str:
+    """One line of why `test` failed: the failing parts it builds on, else its message's first line, cut short but for
+    the likely mistake it names."""
+    if _uses(test):
+        parts = " and ".join(f"your {SUBJECTS[failed[n]['extra_data']['check']]}, which fails case {n}" for n in _uses(test))
+        return f"it uses {parts}: fix that first."
+    what, _, likely = test["output"].split("\n", 1)[0].partition(f" {LIKELY}")
+    likely = f" {LIKELY}{likely}" if likely else ""  # what the student must read: kept whole, the rest cut to fit
+    room = max(CAUSE_CHARS - len(likely), CAUSE_CHARS // 2)
+    return (what if len(what) <= room else what[:room].rsplit(" ", 1)[0] + " ...") + likely
+
+
+def neighbours(failed: list[dict], key) -> list[list[dict]]:
+    """`failed` in runs of neighbours of one component whose `key` is the same (one cause, one message): every case of
+    a file not submitted, the cases that use one failing part."""
+    groups: list[list[dict]] = []
+    for t in failed:
+        if groups and groups[-1][-1]["tags"][0] == t["tags"][0] and key(groups[-1][-1]) == key(t):
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    return groups
+
+
+def numbered(group: list[dict]) -> str:
+    """The cases of a group: "7.4 [transformer] FeedForward" alone; "3.1, 3.2 and 3.3 [rnn]"; "3.1 to 3.15 (15 cases) [rnn]"."""
+    first, numbers = group[0], [t["number"] for t in group]
+    if len(group) == 1:
+        return f"{first['number']} {first['name']}"
+    said = f"{', '.join(numbers[:-1])} and {numbers[-1]}" if len(group) <= 3 else f"{numbers[0]} to {numbers[-1]} ({len(group)} cases)"
+    return f"{said} [{first['tags'][0]}]"
+
+
+def _failure_line(group: list[dict], cause: str, used_by: int) -> str:
+    """A summary line: the cases and their cause; first, for a case that others use, how many."""
+    if used_by:
+        return (f"  Fix this first: {numbered(group)}, as {used_by} later failed case{'s' * (used_by != 1)} "
+                f"use{'s' * (used_by == 1)} your {SUBJECTS[group[0]['extra_data']['check']]}. {cause}")
+    return f"  {numbered(group)}: {cause}"
 
 
 def review_notes(results: list[CaseResult]) -> list[str]:

@@ -1,14 +1,18 @@
 """Collecting: read grading.yaml, validate it, and list the cases to run.
 
-The schema refuses unknown keys and wrong types with a message naming the key
-path and what was expected; cross-references (check ids, component files,
-parts, check parameters) are validated the same way, so a typo in the rubric
-fails before anything is graded.
+The schema refuses unknown keys and wrong types; cross-references (check ids,
+component files, parts, check parameters) are validated after it, so a typo in
+the rubric fails before anything is graded. Each problem is said with its line,
+the case as the results number it (1.3, not the third item of a list counted
+from 0) and its name, what was expected, and the name meant where a name is a
+near miss of a known one.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import inspect
+import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,73 +117,85 @@ class RubricSpec(Strict):
     parts: Annotated[list[PartSpec], Field(min_length=1)]
     components: dict[str, ComponentSpec]
 
-    @model_validator(mode="after")
-    def cross_references(self) -> RubricSpec:
-        problems = [] if (self.solutions is None) != (self.expected is None) else ["solutions (the grader) and expected (a student bundle): give exactly one"]
-        for cid, comp in self.components.items():
-            where = f"components.{cid}"
-            if cid not in FILES:
-                problems.append(f"{where}: unknown component (no autograder/cases/{cid}.py names its FILE); expected one of {', '.join(sorted(FILES))}")
-                continue
-            if comp.file != FILES[cid]:
-                problems.append(f"{where}.file: expected {FILES[cid]!r} (fixed by the student API: autograder/cases/{cid}.py), got {comp.file!r}")
-            for i, file in enumerate(comp.unittests):
-                if Path(file).is_absolute() or ".." in Path(file).parts or not file.endswith(".py"):
-                    problems.append(f"{where}.unittests.{i}: {file!r}; expected a .py file inside the rubric's folder, named relative to it")
-            for i, call in enumerate(comp.forbidden.calls):
-                try:
-                    resolve(call)
-                except (ImportError, AttributeError):
-                    problems.append(f"{where}.forbidden.calls.{i}: {call!r} does not exist here, so it cannot be forbidden")
-            if not comp.cases and not comp.unittests:
-                problems.append(f"{where}: no cases and no unittests; give at least one case")
-            names = [c.name for c in comp.cases]
-            for i, case in enumerate(comp.cases):
-                problems += _case_problems(f"{where}.cases.{i}", cid, case)
-                if case.leaderboard and case.check not in TIMING:
-                    problems.append(f"{where}.cases.{i}.leaderboard: only a timing case ranks on the leaderboard; {case.check} times nothing")
-                if names.count(case.name) > 1:
-                    problems.append(f"{where}.cases.{i}.name: {case.name!r} is used twice in this component")
-        seen = []
-        for i, part in enumerate(self.parts):
-            for cid in part.components:
-                if cid not in self.components:
-                    problems.append(f"parts.{i}.components: {cid!r} is not a component of this rubric")
-                elif cid in seen:
-                    problems.append(f"parts.{i}.components: {cid!r} is already in an earlier part")
-                seen.append(cid)
-        missing = [cid for cid in self.components if cid not in seen]
-        if missing:
-            problems.append(f"parts: components {', '.join(missing)} belong to no part")
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
+
+Problem = tuple[tuple, str]  # where in grading.yaml (its key path, list items counted from 0) and what is wrong there
 
 
-def _case_problems(where: str, component: str, case: CaseSpec) -> list[str]:
+def cross_references(spec: RubricSpec) -> list[Problem]:
+    """What the schema cannot see: check ids, component files, parts, check parameters, staff test paths."""
+    problems = [] if (spec.solutions is None) != (spec.expected is None) else [((), "solutions (the grader) and expected (a student bundle): give exactly one")]
+    for cid, comp in spec.components.items():
+        where = ("components", cid)
+        if cid not in FILES:
+            problems.append((where, f"unknown component (no autograder/cases/{cid}.py names its FILE); expected one of "
+                                    f"{', '.join(sorted(FILES))}{_near(cid, FILES)}"))
+            continue
+        if comp.file != FILES[cid]:
+            problems.append(((*where, "file"), f"expected {FILES[cid]!r} (fixed by the student API: autograder/cases/{cid}.py), got {comp.file!r}"))
+        for i, file in enumerate(comp.unittests):
+            if Path(file).is_absolute() or ".." in Path(file).parts or not file.endswith(".py"):
+                problems.append(((*where, "unittests", i), f"{file!r}; expected a .py file inside the rubric's folder, named relative to it"))
+        for i, call in enumerate(comp.forbidden.calls):
+            try:
+                resolve(call)
+            except (ImportError, AttributeError):
+                problems.append(((*where, "forbidden", "calls", i), f"{call!r} does not exist here, so it cannot be forbidden"))
+        if not comp.cases and not comp.unittests:
+            problems.append((where, "no cases and no unittests; give at least one case"))
+        names = [c.name for c in comp.cases]
+        for i, case in enumerate(comp.cases):
+            at = (*where, "cases", i)
+            problems += _case_problems(at, cid, case)
+            if case.leaderboard and case.check not in TIMING:
+                problems.append(((*at, "leaderboard"), f"only a timing case ranks on the leaderboard; {case.check} times nothing"))
+            if names.count(case.name) > 1:
+                problems.append(((*at, "name"), f"{case.name!r} is used twice in this component"))
+    seen = []
+    for i, part in enumerate(spec.parts):
+        for cid in part.components:
+            if cid not in spec.components:
+                problems.append((("parts", i, "components"), f"{cid!r} is not a component of this rubric{_near(cid, spec.components)}"))
+            elif cid in seen:
+                problems.append((("parts", i, "components"), f"{cid!r} is already in an earlier part"))
+            seen.append(cid)
+    missing = [cid for cid in spec.components if cid not in seen]
+    if missing:
+        problems.append((("parts",), f"components {', '.join(missing)} belong to no part"))
+    return problems
+
+
+def _case_problems(at: tuple, component: str, case: CaseSpec) -> list[Problem]:
     fn = CHECKS.get(case.check)
     if fn is None:
         known = ", ".join(sorted(c for c in CHECKS if c.startswith(component + ".")))
-        return [f"{where}.check: unknown check {case.check!r}; known for {component}: {known or 'none'}"]
+        return [((*at, "check"), f"unknown check {case.check!r}; known for {component}: {known or 'none'}{_near(case.check, CHECKS)}")]
     if not case.check.startswith(component + "."):
-        return [f"{where}.check: {case.check!r} belongs to another component than {component!r}"]
+        return [((*at, "check"), f"{case.check!r} belongs to another component than {component!r}")]
     nameless = [c for c in BUILDS_ON.get(case.check, ()) if c not in SUBJECTS]
     if nameless:  # a failure of this case names the part it builds on by its subject (runner._causes_first)
-        return [f"{where}.check: {case.check} builds on {', '.join(nameless)}, registered without subject=; give each a subject"]
+        return [((*at, "check"), f"{case.check} builds on {', '.join(nameless)}, registered without subject=; give each a subject")]
     accepted = list(inspect.signature(fn).parameters)[1:]
     unknown = [name for name in case.params if name not in accepted]
     if unknown:
-        return [f"{where}.params: unknown parameter {', '.join(map(repr, unknown))} (check {case.check} takes {_params_of(fn)})"]
+        return [((*at, "params"), f"unknown parameter {', '.join(map(repr, unknown))} (check {case.check} takes {_params_of(fn)})"
+                                  f"{_near(unknown[0], accepted)}")]
     try:
         inspect.signature(fn).bind(None, **case.params)
     except TypeError as exc:
-        return [f"{where}.params: {exc} (check {case.check} takes {_params_of(fn)})"]
+        return [((*at, "params"), f"{exc} (check {case.check} takes {_params_of(fn)})")]
     try:
         typed_params(fn, case.params)
     except ValidationError as exc:
         error = exc.errors()[0]
-        return [f"{where}.params.{error['loc'][0]}: {error['msg']} (got {error['input']!r})"]
+        return [((*at, "params", error["loc"][0]), f"{error['msg']} (got {error['input']!r})")]
     return []
+
+
+def _near(name: str, known) -> str:
+    """"; did you mean 'points'?" where `name` is a near miss of one of `known` (difflib), whatever its case; else ""."""
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), by_lower, n=1)
+    return f"; did you mean {by_lower[close[0]]!r}?" if close else ""
 
 
 def typed_params(fn, params: dict) -> dict:
@@ -200,6 +216,13 @@ class Leaderboard:
     name: str
     order: str  # asc or desc
     value: str = "set"
+
+    @property
+    def place(self) -> int:
+        """Where the column stands on the board, whose first column ranks: a timing case's (0) before a staff test's (1),
+        each in the rubric's order. Times differ between correct submissions; a staff test's value may not (every
+        correct n-gram model has the same perplexity), and a column where every right answer ties ranks nobody."""
+        return 1 if self.value == "set" else 0
 
 
 @dataclass(frozen=True)
@@ -256,9 +279,20 @@ class Rubric:
         return {"path": str(self.path), "sha256": self.digest}
 
     @property
+    def leaderboard(self) -> list[str]:
+        """The leaderboard's columns in the board's order (Leaderboard.place)."""
+        boards = sorted((k.leaderboard for c in self.components for k in c.cases if k.leaderboard), key=lambda b: b.place)
+        return list(dict.fromkeys(b.name for b in boards))
+
+    @property
     def staff_files(self) -> list[str]:
         """The staff test files its cases run (relative to its folder)."""
         return sorted({k.unittest.file for c in self.components for k in c.cases if k.unittest})
+
+    @property
+    def files(self) -> frozenset[str]:
+        """The student API's files it grades: a rubric of some parts grades theirs only (submission.open_submission)."""
+        return frozenset(c.file for c in self.components)
 
     def component(self, cid: str) -> Component:
         for comp in self.components:
@@ -288,19 +322,88 @@ def load_rubric(path: Path) -> Rubric:
     raw = read_yaml(path, dict, RubricError)
     try:
         spec = RubricSpec.model_validate(raw)
+        problems = cross_references(spec)
     except ValidationError as exc:
-        raise RubricError(f"{path.name} is invalid:\n" + "\n".join(_describe(e) for e in exc.errors())) from None
+        problems = [_schema_problem(e) for e in exc.errors()]
+    if problems:
+        lines = _key_lines(path.read_text())
+        raise RubricError(f"{path.name} is invalid:\n" + "\n".join(_describe(where, what, raw, lines) for where, what in problems))
     return _resolve(spec, path)
 
 
-def _describe(error: dict) -> str:
-    where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-    msg = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "value_error" and not error["loc"]:
-        return "\n".join(f"  - {line}" for line in msg.splitlines())
+def _schema_problem(error: dict) -> Problem:
+    """A pydantic error in our words: an unknown key with the keys allowed there (or the near one), a value with what
+    was given."""
+    if error["type"] == "extra_forbidden":
+        keys = _keys_at(error["loc"][:-1])
+        return error["loc"], "unknown key" + (_near(str(error["loc"][-1]), keys) or f"; expected one of {', '.join(keys)}")
     got = error.get("input")
     shown = "" if error["type"] == "missing" or isinstance(got, (dict, list)) else f" (got {got!r})"
-    return f"  - {where}: {msg}{shown}"
+    return error["loc"], error["msg"].removeprefix("Value error, ") + shown
+
+
+def _keys_at(loc: tuple) -> list[str]:
+    """The keys the schema allows in the mapping at `loc`."""
+    kind = RubricSpec
+    for step in loc:
+        kind = kind.model_fields[step].annotation if _is_model(kind) else typing.get_args(kind)[-1]  # a dict's value, a list's item
+        if typing.get_origin(kind) in (typing.Union, types.UnionType):  # an optional one
+            kind = next(k for k in typing.get_args(kind) if k is not type(None))
+    return list(kind.model_fields)
+
+
+def _is_model(kind) -> bool:
+    return isinstance(kind, type) and issubclass(kind, BaseModel)
+
+
+def _key_lines(text: str) -> dict[tuple, int]:
+    """The line (from 1) of each key path of the YAML document: a key's own line, a list item's first line."""
+    lines = {}
+
+    def walk(node: yaml.Node, loc: tuple) -> None:
+        if isinstance(node, yaml.MappingNode):
+            items = [(key.value, key, value) for key, value in node.value]
+        elif isinstance(node, yaml.SequenceNode):
+            items = [(i, item, item) for i, item in enumerate(node.value)]
+        else:
+            return
+        for step, start, value in items:
+            lines[(*loc, step)] = start.start_mark.line + 1
+            walk(value, (*loc, step))
+
+    walk(yaml.compose(text, Loader=yaml.SafeLoader), ())
+    return lines
+
+
+def _describe(loc: tuple, what: str, raw: dict, lines: dict[tuple, int]) -> str:
+    """One problem as a person finds it: the line (of the deepest key there is), the case as the results number it
+    (component.case, counted from 1), its name, and the rest of the key path."""
+    line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), None)
+    if loc[:1] == ("components",) and loc[2:3] == ("cases",) and len(loc) > 3:
+        where, rest = f"components.{loc[1]} {_case_label(raw, loc[1], loc[3])}", loc[4:]
+    elif loc[:1] == ("parts",) and len(loc) > 1:
+        part = raw["parts"][loc[1]]
+        name = f" {part['name']!r}" if isinstance(part, dict) and isinstance(part.get("name"), str) else ""
+        where, rest = f"part {loc[1] + 1}{name}", loc[2:]
+    else:
+        where, rest = _path(loc) or "the top level", ()
+    return f"  - {f'line {line}, ' if line else ''}{where}{f', {_path(rest)}' if rest else ''}: {what}"
+
+
+def _path(loc: tuple) -> str:
+    """A key path, each list item counted from 1: forbidden.calls item 2."""
+    return "".join(f" item {step + 1}" if isinstance(step, int) else f"{'.' * (i > 0)}{step}" for i, step in enumerate(loc))
+
+
+def _case_label(raw: dict, cid: str, index: int) -> str:
+    """Case `index` of component `cid` as the results number it, and its name: "case 1.4 'count_ngrams, bigrams'"."""
+    case = raw["components"][cid]["cases"][index]
+    case = case if isinstance(case, dict) else {}
+    parts = raw.get("parts") if isinstance(raw.get("parts"), list) else []
+    order = [c for part in parts if isinstance(part, dict) and isinstance(part.get("components"), list) for c in part["components"]]
+    number = case.get("number") if isinstance(case.get("number"), str) else (
+        f"{order.index(cid) + 1}.{index + 1}" if cid in order else f"{index + 1} (of a component in no part)")
+    return f"case {number}" + (f" {case['name']!r}" if isinstance(case.get("name"), str) else "")
 
 
 def _resolve(spec: RubricSpec, path: Path) -> Rubric:

@@ -490,7 +490,8 @@ def merged(rubric: Rubric, runs: list[GradeRun]) -> GradeRun:
     for r in sorted((r for run in runs for r in run.results), key=key):
         used = first.get(r.case.component)
         if used:  # as judged in its own part: the first use's outcome (its caveat included), the case's own extra
-            extra = {k: v for k, v in r.extra.items() if k != "review"}  # the review note is for code no case reached
+            # the review note is for code no case reached; the failing parts a case used are not why it failed here
+            extra = {k: v for k, v in r.extra.items() if k not in ("review", "uses_failed")}
             r = replace(r, outcome=replace(used.outcome, extra=extra))
         results.append(r)
     held = {k: v for run in runs for k, v in run.isolation.get("held", {}).items()}
@@ -506,13 +507,18 @@ class _Hung:
     def __init__(self):
         self.first: Case | None = None
         self.left = HUNG_BUDGET
+        self.cut = False  # the case running now has what is left of the budget, less than its own limit
 
     def limit(self, timeout: float) -> float:
-        return timeout if self.first is None else min(timeout, self.left)
+        self.cut = self.first is not None and self.left < timeout
+        return min(timeout, self.left) if self.cut else timeout
 
     def after(self, result: CaseResult) -> CaseResult:
         if self.first is not None:
             self.left -= result.seconds
+            if result.outcome.kind == "timeout" and self.cut:  # its limit, the budget's rest, is a number no one set
+                return result.with_outcome(message=f"Timed out: case {self.first.number} of this component timed out before, so "
+                                                   f"its later cases share {HUNG_BUDGET:g} s, and they ran out during this one.")
             if result.outcome.kind == "timeout":
                 return result.with_outcome(message=f"{result.output} Case {self.first.number} of this component timed out "
                                                    f"before, so its later cases share {HUNG_BUDGET:g} s.")
@@ -533,7 +539,8 @@ HUNG_BUDGET = 30.0  # seconds: correct code never times out, so only code that h
 
 def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
     """A failed case built on parts that fail their own cases (a TransformerBlock on its FeedForward) names those
-    first: the difference may be theirs alone."""
+    first: the difference may be theirs alone. Their numbers are kept too (extra `uses_failed`), for the summary
+    that lists them first (report.summary_lines)."""
     first_failure = {}
     for r in results:
         if not r.passed:
@@ -542,7 +549,8 @@ def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
     for r in results:
         causes = [first_failure[c] for c in BUILDS_ON.get(r.case.check, ()) if c in first_failure]
         note = " ".join(f"This case uses your {SUBJECTS[c.check]}, which fails case {c.number}." for c in causes)
-        noted.append(r.with_outcome(message=f"{note} Fix that first: the difference here may come from it alone. {r.output}")
+        noted.append(r.with_outcome(message=f"{note} Fix that first: the difference here may come from it alone. {r.output}",
+                                    extra={**r.extra, "uses_failed": [c.number for c in causes]})
                      if causes and r.outcome.wrong else r)
     return noted
 

@@ -12,7 +12,8 @@ over work. Every file found gets an entry in the submission's account: graded,
 copied, ignored, skipped or misnamed, and why. A file named close to a
 component file (NGram.py, attention (1).py, lstm_solution.py, backprop.py.txt)
 is reported with the rename to make, and graded only when the rubric accepts
-misnamed files.
+misnamed files. An assignment of some parts grades their component files only:
+another part's file is ignored, and says so.
 
 A submission is read only inside itself. A link in it (a symbolic link in a
 folder, a zip entry with link mode bits) is followed one step, to a file of the
@@ -35,7 +36,7 @@ import tokenize
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -57,7 +58,6 @@ MAX_NOTEBOOK_BYTES = 64 << 20  # read limit: outputs and images make notebooks f
 MAX_ZIP_BYTES = 64 << 20
 PATH_MAX = 4096  # Linux's: no link's target is longer
 CHECK_TAG = "autograder-check"  # the cells a release adds to a notebook (Colab's set-up, the check): never part of the module
-EXPECTED_NAMES = f"{', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or a notebook named like one (ngram.ipynb)"
 # A line IPython runs as a magic or a shell command: `%time f()`, `!pip install x`, `files = !ls`.
 # None of these is valid Python at the start of a statement, so blanking them never changes valid code.
 # PEP 263's encoding declaration, on the first or second line.
@@ -69,6 +69,18 @@ _CODE = re.compile(r"(?P<stem>.+?)\.(?P<ext>py|ipynb)(?P<extra>\.[^.]+)*", re.IG
 # What downloads and students add to a name: copy numbers (`attention (1)`, `attention-1`) and words (`lstm_solution`).
 _ADDED = (r"(?:\s*\(\d+\)|[\s_-]+(?:\d+|v\d+|copy|final|solution|solutions|solved|done|complete|completed|finished"
           r"|submission|submit|mine|new|old|working|answer|answers|filled))")
+
+
+def _joined(names: list[str], word: str) -> str:
+    """`names` in a sentence: a; a and b; a, b and c (`word`: "and" or "or")."""
+    return f"{', '.join(names[:-1])} {word} {names[-1]}" if len(names) > 1 else names[0]
+
+
+def expected_names(graded: Collection[str]) -> str:
+    """The names that are graded, for messages: "backprop.py or ngram.py, or a notebook named like one (ngram.ipynb)"."""
+    order = sorted(graded)
+    example = "ngram.py" if "ngram.py" in order else order[0]  # the course's first file, where it is graded
+    return f"{_joined(order, 'or')}, or a notebook named like {'one' if len(order) > 1 else 'it'} ({notebook_name(example)})"
 
 
 def printable(text: str, keep: str = "") -> str:
@@ -139,9 +151,10 @@ def _stub(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
             and all(isinstance(s, ast.Expr) and ast.unparse(s.value).startswith("super().__init__(") for s in body[:-1]))
 
 
-def open_submission(path: Path, workdir: Path, *, accept_misnamed: bool = False) -> Submission:
-    """Copy the submission's Python files from `path` into `workdir`, and the code of its notebooks.
-    SubmissionError when `path` cannot be read or holds no file that can be graded."""
+def open_submission(path: Path, workdir: Path, *, accept_misnamed: bool = False, graded: Collection[str] = API_FILES) -> Submission:
+    """Copy the submission's Python files from `path` into `workdir`, and the code of its notebooks. `graded`: the
+    component files this assignment grades (an assignment of some parts grades theirs only); a file of another
+    component is accounted as ignored. SubmissionError when `path` cannot be read or holds no file that can be graded."""
     if path.is_symlink():  # in a batch the TA named the class, not this entry: a submission is read where it is
         raise SubmissionError(f"{path.name} is a link, which the grader does not follow to a submission: "
                               "give the path of the folder or file itself")
@@ -157,15 +170,16 @@ def open_submission(path: Path, workdir: Path, *, accept_misnamed: bool = False)
         sources = {path.name: path.read_bytes}
     else:
         raise SubmissionError(f"{path.name}: expected a folder, a .zip or a .py file or .ipynb notebook")
-    submission = _Sorting(sources, workdir, accept_misnamed).submission()
+    submission = _Sorting(sources, workdir, accept_misnamed, frozenset(graded)).submission()
     if not submission.files:
         if single and not expected_name(path.name):
-            raise SubmissionError(f"a single file must be one of {EXPECTED_NAMES}; got {path.name}")
+            raise SubmissionError(f"a single file must be one of {expected_names(graded)}; got {path.name}")
         found = [str(e) for e in submission.account]
         shown = found[:20] + [f"... and {len(found) - 20} more"] * (len(found) > 20)
-        head = f"{path.name} cannot be graded" if single else f"nothing in {path.name} can be graded"
+        # a folder's name is the grader's or an export's (submission_123), not the student's: not said
+        head = f"{path.name} cannot be graded" if single else f"nothing in {'the submission' if path.is_dir() else path.name} can be graded"
         where = "" if single else ", at the top level or in one folder"
-        raise SubmissionError(f"{head}: expected {EXPECTED_NAMES}{where}. "
+        raise SubmissionError(f"{head}: expected {expected_names(graded)}{where}. "
                               + ("It is empty." if not found else "Found:" + "".join(f"\n  {line}" for line in shown)))
     return submission
 
@@ -186,8 +200,8 @@ class _Sorting:
     """Decides what happens to each file of `sources` (path in the submission -> its reader, or why a link there is
     not followed) and writes the files graded into `workdir`."""
 
-    def __init__(self, sources: dict[str, Callable[[], bytes] | str], workdir: Path, accept_misnamed: bool):
-        self.sources, self.workdir, self.accept_misnamed = sources, workdir, accept_misnamed
+    def __init__(self, sources: dict[str, Callable[[], bytes] | str], workdir: Path, accept_misnamed: bool, graded: frozenset[str]):
+        self.sources, self.workdir, self.accept_misnamed, self.graded = sources, workdir, accept_misnamed, graded
         self.entries = {rel: FileEntry(rel, "skipped", why) for rel, why in sources.items() if isinstance(why, str)}
         self.problems: dict[str, str] = {}
         self.caveats: dict[str, str] = {}
@@ -202,8 +216,13 @@ class _Sorting:
             want = expected_name(p.name)
             if want and (self._in_folder(rel) or want in NOTEBOOKS):
                 (exact if p.name == want else close)[PurePosixPath(want).stem + ".py"].append(rel)
+        only = _joined(sorted(self.graded), "and")
         for module in FILE_ORDER:
-            self._choose(module, exact[module], close[module])
+            if module in self.graded:
+                self._choose(module, exact[module], close[module])
+            else:  # another assignment's file: not graded, not copied, and no reason to rename it
+                for rel in exact[module] + close[module]:
+                    self.entries[rel] = FileEntry(rel, "ignored", f"{module} is not graded in this assignment, only {only}")
         for rel in self.seen:
             if rel not in self.entries and self._in_folder(rel) and rel.endswith(".py"):
                 self._copy(rel)

@@ -292,5 +292,5 @@ def verdict(ratio: float, low: float, high: float, pairs: int, memory: float | N
         return Verdict(ratio, low, high, pairs, 0.0, f"{speed}, but {memory:.1f}x the reference's peak GPU memory "
                        f"(limit {policy.memory_ratio:g}x): is a (T, T) mask materialised per head, or every "
                        "intermediate kept?", extra)
-    return Verdict(ratio, low, high, pairs, fraction, f"{speed}: {fraction:.0%} of points (full up to "
-                   f"{policy.full_until:g}x, none from {policy.zero_at:g}x).", extra)
+    return Verdict(ratio, low, high, pairs, fraction, f"{speed}: full points up to {policy.full_until:g}x, none from "
+                   f"{policy.zero_at:g}x.", extra)

@@ -33,7 +33,10 @@ VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")  # Gra
 
 class TestCase(unittest.TestCase):
     """The base class of a staff test: `self.student`, `self.expect`, `self.rng` and `self.close` are set
-    for each case before `setUp` runs."""
+    for each case before `setUp` runs. A test that scores part of its points may say what earned them in
+    `self.score_reason` ("3 of 4 sequence lengths match"): the feedback says it after the points."""
+
+    score_reason: str | None = None
 
     def _bind(self, t) -> None:
         self.student, self.expect, self.rng, self.close = t.student, t.expect, t.rng, t.close
@@ -128,10 +131,10 @@ def run(root: Path, case, t) -> Outcome:
     deadline = t.student.deadline
     if time.monotonic() > deadline.at:
         raise CallTimeout(deadline.seconds)
-    return _credit(case, vars(fn))
+    return _credit(case, vars(fn), test.score_reason)
 
 
-def _credit(case, kept: dict) -> Outcome:
+def _credit(case, kept: dict, reason: str | None) -> Outcome:
     score, extra = kept.get("__score__"), {}
     if case.points and score is not None:
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= case.points:
@@ -142,7 +145,7 @@ def _credit(case, kept: dict) -> Outcome:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ValueError(f"{case.unittest.test}: set_leaderboard_value({value!r}); expected a number or a string")
         extra["leaderboard_value"] = value
-    message = "Passed." if fraction == 1 else f"Passed, for {fraction:.0%} of the points."
+    message = "Passed." if fraction == 1 else reason or "set by the staff test, which gives no reason."
     return Outcome("passed", message, fraction, extra)
 
 

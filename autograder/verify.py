@@ -3,8 +3,10 @@ known mistake is caught where it belongs.
 
 The known mistakes are a staff-written catalog (mistakes.yaml in the solutions folder, which is never
 released): each is solutions/ with one edit in the file of the component it breaks. Only the components
-graded from that file are graded again: no solution imports another, so the others cannot move. The
-submissions run in the sandbox like any other; this module imports nothing from them.
+graded from that file are graded again: no solution imports another, so the others cannot move; for the
+same reason mistakes in different files are graded together, in one variant (judge_each), which pays
+a grade's start-up once for several. The submissions run in the sandbox like any other; this module
+imports nothing from them.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import dataclasses
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -93,9 +95,12 @@ def _problems(mistake: Mistake, rubric: Rubric, earlier: list[Mistake]) -> list[
 def write_variant(solutions: Path, file: str, old: str, new: str, folder: Path) -> Path:
     """A copy of `solutions` in `folder`, with `old` replaced by `new` in `file`."""
     shutil.copytree(solutions, folder)
-    path = folder / file
-    path.write_text(path.read_text().replace(old, new))
+    _edit(folder / file, old, new)
     return folder
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new))
 
 
 def course_isolation(rubric: Rubric) -> Isolation:
@@ -163,12 +168,48 @@ def judge(rubric: Rubric, mistake: Mistake, isolation: Isolation, quick: bool = 
     """Grade solutions/ with `mistake` in, on the components of its file, under `isolation` (entered); `quick`
     leaves out the slow cases of QUICK_SKIPS and the timing cases (they measure speed, which no mistake of the catalog
     is about, for seconds each) unless must_fail names them."""
-    file = rubric.component(mistake.component).file
-    skip = (QUICK_SKIPS | TIMING) - mistake.must_fail if quick else frozenset()
-    components = [dataclasses.replace(c, cases=[k for k in c.cases if k.check not in skip]) for c in rubric.components if c.file == file]
-    with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
-        folder = write_variant(rubric.solutions_dir, file, mistake.old, mistake.new, Path(scratch) / "variant")
-        return Verdict(mistake, grade_folder(dataclasses.replace(rubric, components=components), folder, isolation))
+    return next(judge_each(rubric, [mistake], isolation, quick))
+
+
+def judge_each(rubric: Rubric, mistakes: list[Mistake], isolation: Isolation, quick: bool = False) -> Iterator[Verdict]:
+    """Each mistake judged as `judge` judges it, several graded at once: one variant holds one mistake in each of
+    several files, and one grade takes the components of all those files. No solution imports another, so each file's
+    components see their own mistake alone; the grade's start-up (a template that imports torch) is paid once for the
+    group. Verdicts come group by group."""
+    for group in one_per_file(rubric, mistakes):
+        files = {m: rubric.component(m.component).file for m in group}
+        components = []
+        for m in group:
+            skip = (QUICK_SKIPS | TIMING) - m.must_fail if quick else frozenset()
+            components += [dataclasses.replace(c, cases=[k for k in c.cases if k.check not in skip])
+                           for c in rubric.components if c.file == files[m]]
+        with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
+            folder = Path(scratch) / "variant"
+            shutil.copytree(rubric.solutions_dir, folder)
+            for m in group:
+                _edit(folder / files[m], m.old, m.new)
+            run = grade_folder(dataclasses.replace(rubric, components=components), folder, isolation)
+        for m in group:
+            yield Verdict(m, _only(run, {c.id for c in rubric.components if c.file == files[m]}))
+
+
+def one_per_file(rubric: Rubric, mistakes: list[Mistake]) -> list[list[Mistake]]:
+    """The mistakes in groups of at most one per file, in the catalog's order: each group can be graded as one
+    variant (no solution imports another)."""
+    groups: list[list[Mistake]] = []
+    for m in mistakes:
+        file = rubric.component(m.component).file
+        group = next((g for g in groups if all(rubric.component(o.component).file != file for o in g)), None)
+        if group is None:
+            groups.append(group := [])
+        group.append(m)
+    return groups
+
+
+def _only(run: GradeRun, components: set[str]) -> GradeRun:
+    """The part of `run` that graded `components`, as a run of them alone would report it."""
+    return dataclasses.replace(run, results=[r for r in run.results if r.case.component in components],
+                               forbidden={c: n for c, n in run.forbidden.items() if c in components})
 
 
 @dataclass(frozen=True)
@@ -205,10 +246,12 @@ def verify(rubric: Rubric, mistakes: list[Mistake], components: list[str] | None
         for name, folder in (("solutions", rubric.solutions_dir), ("starter", rubric.path.parent / "starter")):
             runs[name] = grade_folder(rubric, folder, entered, ids)
             progress(f"{name}: {_points(runs[name].results)} points ({runs[name].seconds:.1f} s)")
-        for mistake in (m for m in mistakes if m.component in ids):
-            verdicts.append(judge(rubric, mistake, entered, quick))
-            flags = "; ".join(flag for flag, _ in verdicts[-1].problems)
-            progress(f"{mistake.component}: {mistake.name}: {flags or 'caught'} ({verdicts[-1].run.seconds:.1f} s)")
+        chosen = [m for m in mistakes if m.component in ids]
+        for verdict in judge_each(rubric, chosen, entered, quick):
+            verdicts.append(verdict)
+            flags = "; ".join(flag for flag, _ in verdict.problems)
+            progress(f"{verdict.mistake.component}: {verdict.mistake.name}: {flags or 'caught'} (graded with others: {verdict.run.seconds:.1f} s)")
+    verdicts.sort(key=lambda v: chosen.index(v.mistake))  # the catalog's order
     return Report(runs["solutions"], runs["starter"], verdicts, time.monotonic() - started)
 
 

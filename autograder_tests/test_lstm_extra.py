@@ -35,3 +35,4 @@ class LSTMExtra(TestCase):
             got = self.student.lstm.lstm_forward(*args)[0]
             right += torch.allclose(got, want, rtol=1e-9, atol=1e-12)
         set_score(2 * right / len(lengths))
+        self.score_reason = f"{right} of {len(lengths)} sequence lengths match"

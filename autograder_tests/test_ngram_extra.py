@@ -5,7 +5,8 @@ Each test method is one case. gradescope-utils' decorators say what Gradescope s
 the leaderboard (set_leaderboard_value), @hide_errors a message shown instead of the assertion's. The base
 class gives `self.student`, the submission (it runs in the sandbox; every call goes through the grader),
 `self.expect(lambda ref: ...)`, a reference value, `self.rng`, the case's generator, and `self.close`, the
-grader's tolerant comparison. Listed under `unittests:` of a component in grading.yaml.
+grader's tolerant comparison; a partial score says what earned it in `self.score_reason`. Listed under
+`unittests:` of a component in grading.yaml.
 """
 import math
 
@@ -38,6 +39,7 @@ class NGramExtra(TestCase):
         got = [self.lm.sentence_logprob(s) for s in HELD_OUT]
         right = sum(math.isclose(g, w, rel_tol=1e-9) for g, w in zip(got, want))
         set_score(2 * right / len(HELD_OUT))
+        self.score_reason = f"{right} of {len(HELD_OUT)} sentences' log-probabilities match"
 
     @weight(1)
     @visibility("hidden")

@@ -15,7 +15,7 @@ from autograder.rubric import load_rubric
 from autograder.runner import GradeRun, grade
 from autograder.sandbox.host.tiers import Isolation, isolation_for
 from autograder.submission import open_submission
-from autograder.verify import judge, load_mistakes, write_variant
+from autograder.verify import load_mistakes, write_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -103,7 +103,7 @@ def _guarded(item):
 # the fixture is built once. (xdist_group marks would say this in the modules, but pytest 9.2 with xdist 3.8 ignores
 # them: issue 1386 of pytest-xdist.) These modules are collected first, so that the long units start first.
 ONE_PROCESS = ("tests/test_bundle.py", "tests/test_gradescope.py", "tests/test_security_os.py", "tests/test_worker_walls.py",
-               "tests/test_report.py", "tests/test_ray.py")
+               "tests/test_report.py", "tests/test_ray.py", "tests/test_mistakes.py")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -157,19 +157,6 @@ def solutions_with(tmp_path: Path, file: str, old: str, new: str) -> Path:
     """A copy of solutions/ with one edit in one file; the edit must apply exactly once."""
     assert (SOLUTIONS / file).read_text().count(old) == 1, f"the variant's anchor must occur once in {file}: {old!r}"
     return write_variant(SOLUTIONS, file, old, new, tmp_path / "variant")
-
-
-def mistakes_of(*components: str) -> list:
-    """The known mistakes of `components` in solutions/mistakes.yaml, for parametrize, named as there."""
-    return [pytest.param(m, id=m.name) for m in MISTAKES if m.component in components]
-
-
-def assert_caught_in_component_only(rubric, mistake):
-    """Grade solutions/ with one known mistake in: `autograder verify` must find it caught in its component, in
-    at least its must_fail checks and with its feedback, and losing no points elsewhere beyond its `also`.
-    As `verify --quick`, the training and timing cases run only where must_fail names them."""
-    with isolation(rubric) as entered:
-        assert judge(rubric, mistake, entered, quick=True).problems == []
 
 
 def scores_by_component(run: GradeRun) -> dict[str, tuple[float, float]]:

@@ -1,9 +1,11 @@
-"""`autograder grade-all`: reading a Gradescope export or a folder, the journal, the gradebook, and a whole batch
-killed with `kill -9` and resumed."""
+"""`autograder grade-all`: reading a Gradescope export or a folder, the journal, the gradebook, its progress, and a
+whole batch killed with `kill -9`, interrupted, stopped with SIGTERM and resumed."""
 import csv
+import dataclasses
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,11 +18,13 @@ import pytest
 import yaml
 from conftest import ROOT, SOLUTIONS, default_sigint, with_staff_tests
 from nbformat.v4 import new_code_cell, new_notebook
+from rich.console import Console
 
-from autograder.batch.gradebook import grades_csv
-from autograder.batch.inputs import ExportError, read_batch
+from autograder import cli
+from autograder.batch.gradebook import CANVAS, canvas_csv, grades_csv, student_grades_csv
+from autograder.batch.inputs import Entry, ExportError, read_batch
 from autograder.batch.journal import Journal
-from autograder.cli import INTERRUPTED, main
+from autograder.cli import INTERRUPTED, SIGNALLED, Terminal, batch_progress, main
 from autograder.rubric import load_rubric
 
 METADATA = """\
@@ -131,6 +135,92 @@ def test_the_gradebook_has_a_row_per_submission_even_one_not_graded(tmp_path):
     assert rows[1]["ngram"] == "" and rows[0]["part: Part 1: counting and backprop"] == "30"
 
 
+def test_each_member_of_a_group_has_the_groups_grade_in_the_per_student_gradebooks(tmp_path, rubric):
+    root = export(tmp_path, {"submission_1001": {}, "submission_1002": {}})
+    entries, _ = read_batch(root, tmp_path / "unpacked")
+    entries.append(Entry("alice", tmp_path / "alice"))  # a folder's submission: no submitter listed
+    ok = {"status": "ok", "score": 30.0, "max_score": 196.0, "components": {"ngram": 30.0}, "parts": {}}
+    rerun = {"status": "infra_error", "score": 12.0, "max_score": 196.0, "components": {"ngram": 12.0}, "parts": {}}
+    graded = {"1001": ok, "1002": rerun, "alice": ok}
+    rows = list(csv.DictReader(io.StringIO(student_grades_csv(rubric, entries, graded))))
+    fields = ("name", "sid", "email", "submission_id", "group", "status", "score", "ngram")
+    assert [tuple(r[f] for f in fields) for r in rows] == [
+        ("Ada Lovelace", "001", "ada@example.edu", "1001", "Ada Lovelace; Alan Turing", "ok", "30", "30"),
+        ("Alan Turing", "002", "alan@example.edu", "1001", "Ada Lovelace; Alan Turing", "ok", "30", "30"),
+        ("Grace Hopper", "003", "grace@example.edu", "1002", "", "infra_error", "12", ""),
+        ("", "", "", "alice", "", "ok", "30", "30")]
+
+    header, *body = csv.reader(io.StringIO(canvas_csv(rubric, entries, graded)))
+    assert canvas_student_columns(header) == len(CANVAS) and header[len(CANVAS):] == [rubric.course]  # one assignment
+    assert body == [["Ada Lovelace", "", "001", "ada@example.edu", "", "30"],
+                    ["Alan Turing", "", "002", "alan@example.edu", "", "30"],
+                    ["Grace Hopper", "", "003", "grace@example.edu", "", ""],  # not final: blank, no change in Canvas
+                    ["alice", "", "", "", "", "30"]]  # by its id, for Canvas's import page to match by hand
+    one_part = dataclasses.replace(rubric, components=[c for c in rubric.components if c.part == rubric.components[0].part])
+    assert next(csv.reader(io.StringIO(canvas_csv(one_part, entries, graded))))[-1] == "Part 1: counting and backprop"
+
+
+def canvas_student_columns(header: list[str]) -> int:
+    """How many leading columns Canvas's gradebook import reads as the student's, 0 where it refuses the header
+    (canvas-lms, app/models/gradebook_importer.rb: `header?` and `update_column_count`, transcribed)."""
+    if not (len(header) > 3 and "Student" in header[0] and "ID" in header[1]):
+        return 0
+    count = 3  # Student, ID, Section
+    if re.search(r"SIS\s+Login\s+ID", header[2]):
+        count += 1
+    elif re.search(r"SIS\s+User\s+ID", header[2]) and re.search(r"SIS\s+Login\s+ID", header[3]):
+        integration = 1 if re.search(r"Integration\s+ID", header[4]) else 0
+        count += 2 + integration + (1 if re.search(r"Root\s+Account", header[4 + integration]) else 0)
+    return count if "Section" in header[count - 1] else 0
+
+
+def test_on_a_terminal_the_bar_shows_its_total_from_the_start_and_each_score_above_it():
+    err = io.StringIO()
+    ui = Terminal(Console(file=io.StringIO()), Console(file=err, force_terminal=True, width=120), 0)
+    with batch_progress(ui) as progress:
+        progress(2, 6, None)  # before grading: 2 graded before, of 6
+    assert "2/6" in err.getvalue() and "/?" not in err.getvalue()  # not 0/? until the first submission ends
+    with batch_progress(ui) as progress:
+        progress(2, 6, None)
+        progress(3, 6, {"id": "1003", "status": "ok", "score": 30, "max_score": 40, "seconds": 12.0})
+    assert "1003: 30/40 (12.0 s)" in err.getvalue() and "3/6" in err.getvalue()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_stop_a_command_as_ctrl_c_does(monkeypatch, capsys, signum):
+    """The handler a stopped batch relies on (the batch test below sends SIGTERM): the signal is a KeyboardInterrupt in
+    the command, during which a second one is ignored; the status is the shell's; the handler before is back."""
+    during = []
+
+    def command(args, ui):
+        try:
+            signal.raise_signal(signum)
+        finally:
+            during.append(signal.getsignal(signum))
+
+    def not_handled(signum, frame):
+        pytest.fail(f"the command did not handle {signal.Signals(signum).name}")
+
+    monkeypatch.setattr(cli, "cmd_report", command)
+    before = signal.signal(signum, not_handled)
+    try:
+        assert main(["report", "batch"]) == SIGNALLED + signum
+    finally:
+        after = signal.signal(signum, before)
+    assert during == [signal.SIG_IGN] and after is not_handled
+    assert capsys.readouterr().err == f"stopped by {signal.Signals(signum).name}\n"
+
+
+def test_a_sighup_ignored_when_the_command_starts_stays_ignored(monkeypatch):
+    """As under nohup: the batch goes on when the terminal closes."""
+    monkeypatch.setattr(cli, "cmd_report", lambda args, ui: signal.raise_signal(signal.SIGHUP) or 0)
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        assert main(["report", "batch"]) == 0
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
 # ---- a whole batch -------------------------------------------------------------------------------------------------
 
 HANGING_SAMPLE = "        words = []\n        while len(words) < max_len:"
@@ -228,7 +318,7 @@ def _state(pid: int) -> str | None:
 
 
 @pytest.mark.slow
-def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each_alone(tmp_path):
+def test_a_batch_killed_interrupted_or_terminated_resumes_and_matches_grading_each_alone(tmp_path):
     config, source, out = small_rubric(tmp_path), class_export(tmp_path), tmp_path / "out"
     secret = tmp_path / "secret.txt"
     secret.write_text("batch-test\n")
@@ -241,8 +331,8 @@ def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each
     assert len(below) > 2  # its jobs and at least one worker
     os.kill(first.pid, signal.SIGKILL)  # the whole batch, at once: no handler runs
     first.wait()
-    done_before = journal.read_text().count("\n")
-    assert done_before < 6, "the batch finished before it could be killed"
+    killed = journal.read_text().count("\n")
+    assert killed < 6, "the batch finished before it could be killed"
     _until_dead(below)  # its jobs and their workers died with it
 
     # Ctrl-C, as a terminal sends it to the batch's process group, while it grades: it stops cleanly, between journal
@@ -254,13 +344,33 @@ def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each
     output, _ = second.communicate(timeout=60)
     assert second.returncode == INTERRUPTED and "interrupted" in output, output
     _until_dead(below)  # no job, template or worker left behind
-    done_before = len([json.loads(line) for line in journal.read_text().splitlines()])  # every line whole
-    assert done_before < 6, "the batch finished before it could be interrupted"
+    interrupted = [json.loads(line) for line in journal.read_text().splitlines()]  # every line whole
+    assert len(interrupted) < 6, "the batch finished before it could be interrupted"
 
+    # SIGTERM, as `timeout` or a scheduler sends it to the batch's process group (its jobs, which leave stopping to the
+    # batch, too): it ends as Ctrl-C does, with the shell's status for it and a gradebook of exactly what finished.
     third = grade_all(*args)
-    output, _ = third.communicate(timeout=300)
-    assert third.returncode == 0, output
-    assert f"{done_before} already graded" in output
+    below = _until_grading(third)
+    os.killpg(third.pid, signal.SIGTERM)
+    output, _ = third.communicate(timeout=60)
+    assert third.returncode == SIGNALLED + signal.SIGTERM and "stopped by SIGTERM" in output, output
+    _until_dead(below)
+    finished = {entry["id"]: entry for entry in map(json.loads, journal.read_text().splitlines())}  # every line whole
+    assert len(finished) < 6, "the batch finished before it could be stopped"
+    gradebook = {r["submission_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert {sid: r["status"] for sid, r in gradebook.items()} == {sid: e["status"] for sid, e in finished.items()}
+    assert {sid: float(r["score"]) for sid, r in gradebook.items()} == pytest.approx({sid: e["score"] for sid, e in finished.items()})
+    runs = json.loads((out / "summary.json").read_text())["runs"]  # the run killed outright wrote none
+    assert [r["finished"] for r in runs] == [False, False] and sum(r["graded"] for r in runs) == len(finished) - killed
+    assert f"`autograder report {out}` writes the report" in output
+    assert main(["report", str(out)]) == 0  # the report of what finished, as the stopped batch said
+
+    fourth = grade_all(*args)
+    output, _ = fourth.communicate(timeout=300)
+    assert fourth.returncode == 0, output
+    assert f"{len(finished)} already graded" in output
+    graded_now = re.findall(r"^\[\d/6\] (\d+): ", output, re.MULTILINE)
+    assert sorted(graded_now) == sorted({f"100{i}" for i in range(1, 7)} - set(finished))  # the rest, each once
     lines = [line for line in journal.read_text().splitlines()]
     assert len(lines) == 6 and len({line.split('"id": ')[1][:6] for line in lines}) == 6  # nothing graded twice
 
@@ -268,6 +378,8 @@ def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each
     assert list(rows) == ["1001", "1002", "1003", "1004", "1005", "1006"]
     assert rows["1001"]["name"] == "Ada Lovelace; Alan Turing" and rows["1001"]["sid"] == "001; 002"
     assert rows["1004"]["status"] == "not_gradable" and rows["1004"]["score"] == "0"
+    told = (out / "feedback" / "1004.md").read_text()  # why, once, and not in the export's folder names
+    assert told.count("nothing in the submission can be graded") == 1 and "submission_1004" not in told, told
     for sid in ("1001", "1002", "1003", "1005", "1006"):
         assert rows[sid]["status"] == "ok", rows[sid]
         alone = tmp_path / f"alone-{sid}.json"
@@ -278,12 +390,25 @@ def test_a_batch_killed_outright_or_interrupted_resumes_and_matches_grading_each
         assert (out / "results" / sid / "results.json").exists() and (out / "feedback" / f"{sid}.md").exists()
     assert rows["1001"]["score"] == rows["1001"]["max_score"] and float(rows["1005"]["ngram"]) == 0
     assert "Timed out" in (out / "feedback" / "1006.md").read_text()
-    # The n-gram staff test's perplexity ranks the two right n-gram models; the broken and the hanging one never rank.
+    # Part 1 has no timing case: the n-gram staff test's perplexity ranks the two right n-gram models, tied (the same
+    # value); the broken and the hanging one never rank.
     board = list(csv.DictReader(open(out / "leaderboard.csv")))
-    assert [(r["rank"], r["submission_id"], r["held-out perplexity"] != "") for r in board] == [("1", "1001", True), ("2", "1002", True)]
-    assert "leaderboard (2 ranked" in output
+    assert [(r["rank"], r["submission_id"], r["held-out perplexity"] != "") for r in board] == [("1", "1001", True), ("1", "1002", True)]
+    assert "leaderboard by held-out perplexity (2 ranked" in output
+    # The per-student gradebooks: a row for each member of the group 1001, with its grade; one for everyone else.
+    students = list(csv.DictReader(open(out / "grades_by_student.csv")))
+    assert [(r["sid"], r["submission_id"]) for r in students] == [("001", "1001"), ("002", "1001"), ("003", "1002"),
+                                                                  *((sid, sid) for sid in ("1003", "1004", "1005", "1006"))]
+    assert all(r["score"] == rows[r["submission_id"]]["score"] for r in students)
+    assert {r["group"] for r in students if r["submission_id"] == "1001"} == {"Ada Lovelace; Alan Turing"}
+    canvas = [(r["Student"], r["SIS User ID"], r["SIS Login ID"], r["Part 1: counting and backprop"])
+              for r in csv.DictReader(open(out / "canvas.csv"))]
+    assert canvas == [(r["name"], r["sid"], r["email"], r["score"]) for r in students]
 
     started = time.monotonic()
     again = grade_all(*args)
     output, _ = again.communicate(timeout=60)
     assert "6 already graded" in output and time.monotonic() - started < 10
+    summary = json.loads((out / "summary.json").read_text())  # each run's time, the one with nothing to do too, and the total
+    assert [(r["graded"], r["finished"]) for r in summary["runs"][2:]] == [(6 - len(finished), True), (0, True)]
+    assert summary["wall_seconds"] == pytest.approx(sum(r["seconds"] for r in summary["runs"]), abs=0.05)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import tomllib
+import zipfile
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -40,6 +41,7 @@ from autograder.release.bundle import BUNDLE_OWN, DISTRIBUTION, student_pins, st
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
 from autograder.submission import CHECK_TAG, open_submission
+from autograder.verify import one_per_file
 
 # The bundle's own files at its top (release.bundle.BUNDLE_OWN, which `check` leaves out of its account), and the notebooks.
 RELEASED = {*BUNDLE_OWN, "notebooks"}
@@ -68,12 +70,34 @@ def bundle(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def part1(tmp_path_factory):
-    out = tmp_path_factory.mktemp("release") / "part1"
-    proc = release(out, "--part", "1")
+def release_of_part1(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The course's release per part, of part 1 only: its folder and what the command printed."""
+    out = tmp_path_factory.mktemp("release")
+    proc = release(out, "--each-part", "--part", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "all pass" in proc.stdout
-    return out
+    return out, proc
+
+
+@pytest.fixture(scope="module")
+def part1(release_of_part1):
+    """Part 1's bundle."""
+    return release_of_part1[0] / "part1" / "bundle"
+
+
+@pytest.mark.slow
+def test_the_release_per_part_writes_each_parts_bundle_and_gradescope_zip(release_of_part1, rubric):
+    out, proc = release_of_part1
+    part1 = [c for c in rubric.components if c.part == rubric.components[0].part]
+    assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*")) == ["part1/autograder.zip", "part1/bundle"]
+    with zipfile.ZipFile(out / "part1" / "autograder.zip") as zf:
+        assert list(yaml.safe_load(zf.read("grading.yaml"))["components"]) == [c.id for c in part1]
+    printed = " ".join(proc.stdout.split())
+    assert printed.startswith(f"{out / 'part1'}: {part1[0].part} wrote the student bundle for {', '.join(c.id for c in part1)} "
+                              f"to {out / 'part1' / 'bundle'}: "), printed
+    assert "replayed against the reference: all pass" in printed
+    assert f"wrote {out / 'part1' / 'autograder.zip'} (" in printed and f"the Gradescope autograder of {part1[0].part}, " in printed
+    assert printed.endswith(f"released 1 part to {out}: give each part's bundle/ to its students, and upload its autograder.zip "
+                            "as the autograder of its Gradescope assignment")
 
 
 @pytest.mark.slow
@@ -752,20 +776,6 @@ def without_timings(stdout: str) -> str:
     """check's output less what differs by nature between two runs: the seconds taken and the isolation tier, which
     close the Total line (and may wrap onto the lines after it)."""
     return re.sub(r"(Total: [^\n(]*?)\s+\(\d.*?(?=\nFiles in the submission:|\nThese are the)", r"\1", stdout, flags=re.S)
-
-
-def one_per_file(rubric, mistakes: list) -> list[list]:
-    """The mistakes in groups of at most one per file, each group one submission checked at once: a mistake costs only
-    its own component's cases (verify holds it there), so a check of several stays a check of each, and pays the
-    grader's start-up once."""
-    groups: list[list] = []
-    for m in mistakes:
-        file = rubric.component(m.component).file
-        group = next((g for g in groups if all(rubric.component(o.component).file != file for o in g)), None)
-        if group is None:
-            groups.append(group := [])
-        group.append(m)
-    return groups
 
 
 @pytest.fixture(scope="module")

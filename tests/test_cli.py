@@ -12,6 +12,7 @@ from attacks import tier
 from conftest import ROOT, SOLUTIONS, default_sigint, with_staff_tests
 
 from autograder import __version__
+from autograder.cli import build_parser
 from autograder.cases import DATA, TIMING
 from autograder.rubric import RubricError, load_rubric
 from autograder.release import RULES_BEGIN
@@ -221,7 +222,7 @@ def test_version_and_options_before_or_after_the_command(tmp_path):
     version = autograder("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"autograder {__version__}"
     config = ("--config", str(ROOT / "grading.yaml"))
-    before = autograder(*config, "-q", "check", "causal_mask", "--dir", str(SOLUTIONS))
+    before = autograder(*config, "check", "causal_mask", "--dir", str(SOLUTIONS), "-q")
     after = autograder("check", "causal_mask", "--dir", str(SOLUTIONS), *config, "-q")
     visible = [c for c in load_rubric(ROOT / "grading.yaml").component("causal_mask").cases if c.visible]
     for proc in (before, after):
@@ -231,6 +232,25 @@ def test_version_and_options_before_or_after_the_command(tmp_path):
     verbose = autograder("check", "causal_mask", "--dir", str(SOLUTIONS), "-v")
     assert verbose.stdout.count("Passed.") == len(visible)
     assert verbose.stderr.startswith("rubric: ") and "rubric: " not in verbose.stdout  # a note, on stderr
+
+
+@pytest.mark.parametrize("command, takes", [
+    (["grade", "x"], "-q -v"), (["check"], "-q -v"), (["grade-all", "x", "--out", "y"], "-q"), (["verify"], "-q"),
+    (["report", "x"], ""), (["release"], ""), (["gradescope", "build"], ""),
+], ids=["grade", "check", "grade-all", "verify", "report", "release", "gradescope build"])
+def test_quiet_and_verbose_only_where_they_change_the_output(command, takes, capsys):
+    """-q and -v after the commands whose output they change; the others, and the place before any command's name,
+    refuse them as options they do not take, rather than accepting them to do nothing."""
+    for flag in ("-q", "-v"):
+        if flag in takes.split():
+            assert getattr(build_parser().parse_args([*command, flag]), {"-q": "quiet", "-v": "verbose"}[flag]) == 1
+        else:
+            with pytest.raises(SystemExit) as refused:
+                build_parser().parse_args([*command, flag])
+            assert refused.value.code == 2 and f"unrecognized arguments: {flag}" in capsys.readouterr().err
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([flag, *command])
+    assert build_parser().parse_args(["--config", "r.yaml", *command]).config == "r.yaml"  # --config: every command, before too
 
 
 @pytest.mark.slow
@@ -289,7 +309,7 @@ def test_grade_of_an_empty_folder_is_one_message_and_no_points(tmp_path):
     (tmp_path / "empty").mkdir()
     results = tmp_path / "results.json"
     proc = autograder("grade", str(tmp_path / "empty"), "--results", str(results))
-    message = (f"nothing in empty can be graded: expected {', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or "
+    message = (f"nothing in the submission can be graded: expected {', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or "
                "a notebook named like one (ngram.ipynb), at the top level or in one folder. It is empty.")
     assert proc.returncode == 2 and not proc.stdout and proc.stderr.splitlines()[-1] == f"error: {message}"
     assert "isolation:" not in proc.stderr  # refused before the tier is probed

@@ -1,5 +1,5 @@
 """Every file a person opens is inert (architecture.md, "Inputs that cross the boundary"): hostile names, ids and
-outputs pass through the real writers (grades.csv, leaderboard.csv, feedback/<id>.md, report.html), and each test
+outputs pass through the real writers (the gradebooks, leaderboard.csv, feedback/<id>.md, report.html), and each test
 reads back what was written as the person's program would (the csv module for a spreadsheet, markdown-it's CommonMark
 for a Markdown viewer, html.parser for a browser), asserting which defence held and what the person sees."""
 import csv
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from autograder.batch.gradebook import feedback_md, grades_csv, leaderboard_csv, leaderboard_rows
+from autograder.batch.gradebook import canvas_csv, feedback_md, grades_csv, leaderboard_csv, leaderboard_rows, student_grades_csv
 from autograder.batch.inert import csv_value, md_fence
 from autograder.batch.inputs import Entry, Submitter
 from autograder.batch.report import build_report
@@ -86,9 +86,17 @@ def test_leaderboard_csv_shows_names_and_text_values_as_text_and_numbers_as_numb
     board = [{"name": "speedup", "value": -1.5, "order": "desc"}, {"name": "=1+1", "value": "=HYPERLINK(\"x\")", "order": "desc"}]
     entries = [entry("1001", Submitter('=HYPERLINK("http://127.0.0.1:9/x","click")')), entry("1002", Submitter("-2+3"))]
     rows = {"1001": {"leaderboard": board}, "1002": {"leaderboard": [{"name": "speedup", "value": 2.0, "order": "desc"}]}}
-    header, *table = read(leaderboard_csv(*leaderboard_rows(entries, rows)))
+    header, *table = read(leaderboard_csv(*leaderboard_rows(["speedup", "=1+1"], entries, rows)))
     assert header == ["rank", "submission_id", "name", "speedup", "'=1+1"]
     assert table == [["1", "1002", "'-2+3", "2.0", ""], ["2", "1001", "'=HYPERLINK(\"http://127.0.0.1:9/x\",\"click\")", "-1.5", "'=HYPERLINK(\"x\")"]]
+
+
+@pytest.mark.parametrize("writer", [student_grades_csv, canvas_csv])
+def test_the_per_student_gradebooks_show_each_submitter_field_as_text(writer):
+    people = [Submitter(value, value, value) for value in FORMULAS + PLAIN]
+    _, *table = read(writer(RUBRIC, [entry("1001", *people)], {"1001": ok_row()}))
+    assert not any(starts_formula(cell) for row in table for cell in row)
+    assert [csv_value(row[0]) for row in table] == [p.name for p in people]  # a row per student, the name first in both
 
 
 @settings(max_examples=300, deadline=None)
@@ -137,11 +145,13 @@ def in_a_heading(text: str) -> str:
 
 
 def feedback(text: str, *, sid: str = "1001", name: str = "[ngram] pad_sentence, n = 1") -> str:
-    """feedback/<sid>.md of a submission not graded, with `text` as the reason, the results' output and a case's."""
-    row = {"status": "crashed", "score": 0.0, "max_score": 2.0, "message": text}
-    results = {"output": text, "tests": [{"number": "1.1", "name": name, "visibility": "visible", "score": 0.0, "max_score": 2.0,
-                                          "output": text}]}
-    return feedback_md(sid, row, results)
+    """feedback/<sid>.md of a submission graded, with `text` as the results' output and a failed case's, then of one
+    not graded, with `text` as the reason."""
+    case = {"number": "1.1", "name": name, "visibility": "visible", "status": "failed", "tags": ["ngram"], "score": 0.0,
+            "max_score": 2.0, "output": text, "extra_data": {"check": "ngram.padding", "outcome": "wrong"}}
+    graded = feedback_md(sid, {"status": "ok", "score": 0.0, "max_score": 2.0, "message": ""}, {"output": text, "tests": [case]})
+    not_graded = feedback_md(sid, {"status": "crashed", "score": 0.0, "max_score": 2.0, "message": text}, {"output": text, "tests": []})
+    return f"{graded}\n{not_graded}"
 
 
 def blocks(markdown: str) -> list[tuple[str, str]]:
@@ -161,11 +171,11 @@ def blocks(markdown: str) -> list[tuple[str, str]]:
 
 def skeleton(text: str, sid: str = "1001", name: str = "[ngram] pad_sentence, n = 1") -> list[tuple[str, str]]:
     """What feedback() must read as: the grader's own headings and lines, and each student text in one fence (an empty
-    output is left out)."""
-    output = [("fence", fenced(text))] if text else []
-    return [("heading_open", f"Submission {in_a_heading(sid)}".strip()), ("paragraph_open", "Score: 0 / 2"),
-            ("paragraph_open", "Not graded:"), ("fence", fenced(text)), *output,
-            ("heading_open", f"1.1 {in_a_heading(name)}: 0 / 2"), *output]
+    message of a case is left out)."""
+    head = [("heading_open", f"Submission {in_a_heading(sid)}".strip()), ("paragraph_open", "Score: 0 / 2")]
+    case = [("fence", fenced(text))] if text else []
+    return [*head, ("fence", fenced(text)), ("heading_open", f"1.1 {in_a_heading(name)}: 0 / 2"), *case,
+            *head, ("paragraph_open", "Not graded:"), ("fence", fenced(text))]
 
 
 @pytest.mark.parametrize("text", ESCAPES, ids=repr)

@@ -73,6 +73,21 @@ def test_the_report_counts_each_mistake_flags_the_copied_pair_and_draws_every_pl
     assert json.loads((out / "report.json").read_text())["mistakes"] == report["mistakes"]
 
 
+def test_each_mistake_is_named_on_the_first_screen_of_its_feedback(graded):
+    """A submission with one mistake has it named in the first 20 lines of its feedback file and of results.json's
+    output (what Gradescope shows first); a correct one reads in a few lines, its passed cases folded."""
+    _, out, given = graded
+    phrases = {f"backprop: {m.name}": m.feedback for m in load_mistakes(load_rubric(ROOT / "grading.yaml"))}
+    for mistake, ids in given.items():
+        for sid in ids:
+            first = (out / "feedback" / f"{sid}.md").read_text().splitlines()[:20]
+            assert phrases[mistake] in "\n".join(first), "\n".join(first)
+            output = json.loads((out / "results" / sid / "results.json").read_text())["output"]
+            assert phrases[mistake] in "\n".join(output.splitlines()[:20]), output
+    correct = (out / "feedback" / "c1.md").read_text()
+    assert "No case failed." in correct and "ngram: " in correct and "## " not in correct and "Passed." not in correct, correct
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (Debian package chromium): "
                     "the page is not rendered")
 def test_the_page_renders_in_a_headless_browser(graded, tmp_path):

@@ -1,53 +1,74 @@
-"""A bad grading.yaml is refused with a message naming the key and what was expected."""
+"""A bad grading.yaml is refused with a message naming its line, the case as the results number it, the key, and what was expected."""
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import ROOT, with_staff_tests
 
 from autograder.cases import BUILDS_ON
 from autograder.rubric import RubricError, load_rubric
 
 
-def edited_rubric(tmp_path: Path, edit) -> Path:
-    data = yaml.safe_load((ROOT / "grading.yaml").read_text())
-    edit(data)
-    data["solutions"] = str(ROOT / "solutions")
+def rewritten_rubric(tmp_path: Path, old: str, new: str) -> Path:
+    """grading.yaml with one text edit, lines as in the original but for the edit's own, beside a copy of its staff tests."""
+    text = (ROOT / "grading.yaml").read_text()
+    assert text.count(old) == 1, old
     path = tmp_path / "grading.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(text.replace(old, new).replace("\nsolutions: solutions\n", f"\nsolutions: {ROOT / 'solutions'}\n"))
     with_staff_tests(tmp_path)
     return path
 
 
-def first_case(data):
-    return data["components"]["ngram"]["cases"][0]
+FIRST = '{name: "pad_sentence, n = 1", check: ngram.padding, params: {n: 1}, points: 1}'  # case 1.1
+NGRAM = "  ngram:\n    file: ngram.py\n"
 
-
+# (what, the edit (old, new), the line holding this text, where the message says the problem is, what it says there)
 BAD_EDITS = [
-    ("negative points", lambda d: first_case(d).update(points=-1), "components.ngram.cases.0.points", "greater than or equal to 0"),
-    ("unknown visibility", lambda d: first_case(d).update(visibility="secret"), "components.ngram.cases.0.visibility", "'visible'"),
-    ("unknown key", lambda d: first_case(d).update(pionts=1), "components.ngram.cases.0.pionts", "Extra inputs are not permitted"),
-    ("missing points", lambda d: first_case(d).pop("points"), "components.ngram.cases.0.points", "Field required"),
-    ("zero timeout", lambda d: first_case(d).update(timeout=0), "components.ngram.cases.0.timeout", "greater than 0"),
-    ("unknown check", lambda d: first_case(d).update(check="ngram.padd"), "components.ngram.cases.0.check", "ngram.padding"),
-    ("check of another component", lambda d: first_case(d).update(check="backprop.softmax"), "components.ngram.cases.0.check", "another component"),
-    ("wrong parameter", lambda d: first_case(d).update(params={"m": 2}), "components.ngram.cases.0.params", "takes n"),
-    ("wrong file", lambda d: d["components"]["ngram"].update(file="ngrams.py"), "components.ngram.file", "'ngram.py'"),
-    ("unknown component", lambda d: d["components"].update(gpt=d["components"]["ngram"]), "components.gpt", "unknown component"),
-    ("component in no part", lambda d: d.update(parts=[{"name": "p", "components": ["backprop"]}]), "parts", "belong to no part"),
-    ("part names a missing component", lambda d: d["parts"][0]["components"].append("gpt"), "parts.0.components", "'gpt' is not a component"),
-    ("duplicate case name", lambda d: d["components"]["ngram"]["cases"].append(dict(first_case(d))), "components.ngram.cases", "used twice"),
-    ("forbidden is not a module name", lambda d: d["components"]["ngram"].update(forbidden={"modules": ["torch nn"]}), "components.ngram.forbidden.modules.0", "pattern"),
-    ("forbidden call does not exist", lambda d: d["components"]["ngram"].update(forbidden={"calls": ["torch.nn.LSTMM"]}), "components.ngram.forbidden.calls.0", "does not exist"),
+    ("negative points", (FIRST, FIRST.replace("points: 1", "points: -1")), "points: -1",
+     "components.ngram case 1.1 'pad_sentence, n = 1', points", "greater than or equal to 0 (got -1)"),
+    ("unknown visibility", (FIRST, FIRST.replace("}", ", visibility: secret}")), "secret",
+     "components.ngram case 1.1 'pad_sentence, n = 1', visibility", "'visible'"),
+    ("unknown key, near a known one", (FIRST, FIRST.replace("}", ", pionts: 1}")), "pionts",
+     "components.ngram case 1.1 'pad_sentence, n = 1', pionts", "unknown key; did you mean 'points'?"),
+    ("unknown key", (FIRST, FIRST.replace("}", ", weight: 1}")), "weight",
+     "components.ngram case 1.1 'pad_sentence, n = 1', weight", "unknown key; expected one of name, check, points, params, visibility, timeout"),
+    ("missing points", (FIRST, FIRST.replace(", points: 1", "")), "n = 1", "components.ngram case 1.1 'pad_sentence, n = 1', points", "Field required"),
+    ("zero timeout", (FIRST, FIRST.replace("}", ", timeout: 0}")), "timeout: 0", "components.ngram case 1.1 'pad_sentence, n = 1', timeout", "greater than 0"),
+    ("unknown check", (FIRST, FIRST.replace("ngram.padding", "ngram.paddin")), "ngram.paddin",
+     "components.ngram case 1.1 'pad_sentence, n = 1', check", "unknown check 'ngram.paddin'; known for ngram: "),
+    ("unknown check, the near one named", (FIRST, FIRST.replace("ngram.padding", "ngram.paddin")), "ngram.paddin",
+     "components.ngram case 1.1 'pad_sentence, n = 1', check", "; did you mean 'ngram.padding'?"),
+    ("check of another component", (FIRST, FIRST.replace("ngram.padding", "backprop.softmax")), "backprop.softmax",
+     "components.ngram case 1.1 'pad_sentence, n = 1', check", "'backprop.softmax' belongs to another component than 'ngram'"),
+    ("wrong parameter", (FIRST, FIRST.replace("{n: 1}", "{m: 1}")), "{m: 1}",
+     "components.ngram case 1.1 'pad_sentence, n = 1', params", "unknown parameter 'm' (check ngram.padding takes n)"),
+    ("a case of the second component", ('check: backprop.cross_entropy, points: 1}', 'check: backprop.cross_entropy, points: x}'),
+     "points: x}", "components.backprop case 2.5 'cross_entropy', points", "a valid number"),
+    ("wrong file", (NGRAM, NGRAM.replace("file: ngram.py", "file: ngrams.py")), "ngrams.py", "components.ngram.file", "'ngram.py'"),
+    ("unknown component, near a known one", (NGRAM, NGRAM.replace("ngram:", "n_gram:")), "n_gram:", "components.n_gram",
+     "unknown component (no autograder/cases/n_gram.py names its FILE)"),
+    ("the component meant", (NGRAM, NGRAM.replace("ngram:", "n_gram:")), "n_gram:", "components.n_gram", "; did you mean 'ngram'?"),
+    ("component in no part", ("components: [ngram, backprop]", "components: [backprop]"), "parts:", "parts",
+     "components ngram belong to no part"),
+    ("part names a missing component", ("components: [ngram, backprop]", "components: [ngram, backprop, lstn]"), "lstn",
+     "part 1 'Part 1: counting and backprop', components", "'lstn' is not a component of this rubric; did you mean 'lstm'?"),
+    ("duplicate case name", ('{name: "pad_sentence, n = 2"', '{name: "pad_sentence, n = 1"'), '"pad_sentence, n = 1", check: ngram.padding, params: {n: 2}',
+     "components.ngram case 1.2 'pad_sentence, n = 1', name", "'pad_sentence, n = 1' is used twice"),
+    ("forbidden is not a module name", (NGRAM, NGRAM + "    forbidden: {modules: [torch nn]}\n"), "torch nn",
+     "components.ngram.forbidden.modules item 1", "pattern"),
+    ("forbidden call does not exist", (NGRAM, NGRAM + "    forbidden: {calls: [torch.nn.LSTM, torch.nn.LSTMM]}\n"), "LSTMM",
+     "components.ngram.forbidden.calls item 2", "'torch.nn.LSTMM' does not exist here"),
 ]
 
 
-@pytest.mark.parametrize("what, edit, key, expected", BAD_EDITS, ids=[b[0] for b in BAD_EDITS])
-def test_bad_rubric_names_the_key(tmp_path, what, edit, key, expected):
+@pytest.mark.parametrize("what, edit, line_of, where, says", BAD_EDITS, ids=[b[0] for b in BAD_EDITS])
+def test_bad_rubric_names_the_line_the_case_and_the_key(tmp_path, what, edit, line_of, where, says):
+    """A problem is said at its line, with the case numbered as the results number it (component.case, from 1) and
+    named, and what was expected there, or the name meant."""
+    path = rewritten_rubric(tmp_path, *edit)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if line_of in text)
     with pytest.raises(RubricError) as err:
-        load_rubric(edited_rubric(tmp_path, edit))
-    message = str(err.value)
-    assert key in message and expected in message, message
+        load_rubric(path)
+    assert f"  - line {line}, {where}: " in str(err.value) and says in str(err.value), str(err.value)
 
 
 def test_not_yaml_and_missing_file(tmp_path):
@@ -68,4 +89,4 @@ def test_a_check_building_on_a_check_without_a_subject_is_refused(tmp_path, monk
     """A failed case names the part it builds on by that check's subject: without one, grading would crash there."""
     monkeypatch.setitem(BUILDS_ON, "ngram.padding", ("ngram.counts",))
     with pytest.raises(RubricError, match="ngram.padding builds on ngram.counts, registered without subject="):
-        load_rubric(edited_rubric(tmp_path, lambda d: None))
+        load_rubric(rewritten_rubric(tmp_path, FIRST, FIRST))  # the rubric as it is

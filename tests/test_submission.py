@@ -185,7 +185,7 @@ def test_unreadable_notebook_beside_the_starter_is_named_in_the_failures(rubric,
 
 
 @pytest.mark.parametrize("files, message", [
-    ({}, f"nothing in submitted can be graded: expected {', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or a "
+    ({}, f"nothing in the submission can be graded: expected {', '.join(FILE_ORDER[:-1])} or {FILE_ORDER[-1]}, or a "
          "notebook named like one (ngram.ipynb), at the top level or in one folder. It is empty."),
     ({"NGram.py": b"X = 1\n", "notes.txt": b"hi"},
      "at the top level or in one folder. Found:\n  NGram.py: misnamed: probably meant as ngram.py; rename `NGram.py` to `ngram.py` to "

@@ -58,6 +58,7 @@ class Staff(TestCase):
     def test_partial(self, set_score=None):
         """three of eight"""
         set_score(1.5)
+        self.score_reason = "3 of 8 parts match"
 
     @leaderboard("vocab size")
     def test_board(self, set_leaderboard_value=None):
@@ -154,24 +155,35 @@ def test_the_leaderboard_ranks_only_right_answers(rubric):
     timed = Outcome("passed", "timed", 1.0, {"ratio": 0.8})
     board = {"lstm.speed": timed, "transformer.speed": timed,
              "ngram.NGramExtra.test_perplexity_for_the_leaderboard": Outcome("passed", "", 1.0, {"leaderboard_value": 5.3})}
-    assert leaderboard(results(rubric, board)) == [{"name": "held-out perplexity", "value": 5.3, "order": "asc"},
-                                                    {"name": "LSTM speed-up", "value": 1.25, "order": "desc"},
-                                                    {"name": "Transformer speed-up", "value": 1.25, "order": "desc"}]
+    assert leaderboard(results(rubric, board)) == [{"name": "LSTM speed-up", "value": 1.25, "order": "desc"},
+                                                    {"name": "Transformer speed-up", "value": 1.25, "order": "desc"},
+                                                    {"name": "held-out perplexity", "value": 5.3, "order": "asc"}]
     wrong = {**board, "lstm.forward": Outcome("wrong", "no"), "ngram.padding": Outcome("wrong", "no"),
              "transformer.speed": Outcome("passed", "flagged", 0.0, {"ratio": 0.01, "flagged": True})}
     assert leaderboard(results(rubric, wrong)) == []
     data = results_json(GradeRun(results=results(rubric, board), seconds=1.0))
-    assert [e["name"] for e in data["leaderboard"]] == ["held-out perplexity", "LSTM speed-up", "Transformer speed-up"]
+    assert [e["name"] for e in data["leaderboard"]] == rubric.leaderboard
 
 
-def test_the_batch_leaderboard_ranks_by_its_first_column():
-    entries = [Entry(sid, Path(sid), ()) for sid in ("a", "b", "c", "d")]
-    rows = {"a": {"leaderboard": [{"name": "speed-up", "value": 1.1, "order": "desc"}, {"name": "ppl", "value": 5, "order": "asc"}]},
-            "b": {"leaderboard": [{"name": "speed-up", "value": 1.4, "order": "desc"}]},
-            "c": {"leaderboard": []}, "d": {"leaderboard": [{"name": "ppl", "value": 4, "order": "asc"}]}}
-    columns, table = leaderboard_rows(entries, rows)
-    assert columns == ["speed-up", "ppl"]
-    assert table == [[1, "b", "", 1.4, ""], [2, "a", "", 1.1, 5], [3, "d", "", "", 4]]
+def test_the_board_puts_the_timing_columns_first_so_that_a_measurement_ranks(rubric):
+    """Every correct n-gram model has the same perplexity: the speed-ups, which differ, lead and rank."""
+    assert rubric.leaderboard == ["LSTM speed-up", "Transformer speed-up", "held-out perplexity"]
+
+
+def test_the_batch_leaderboard_ranks_ties_together_and_says_who_is_unranked():
+    def board(**values):
+        return {"leaderboard": [{"name": name, "value": value, "order": "asc" if name == "ppl" else "desc"}
+                                for name, value in values.items()]}
+
+    entries = [Entry(sid, Path(sid), ()) for sid in "abcdef"]
+    rows = {"a": board(speed=1.1, ppl=5.3), "b": board(speed=1.4), "c": board(), "d": board(ppl=5.3), "e": board(speed=1.1, ppl=5.3),
+            "f": board(speed=0.9)}
+    columns, table = leaderboard_rows(["nobody's", "speed", "ppl"], entries, rows)  # a column no one has a value in is left out
+    assert columns == ["speed", "ppl"]
+    assert table == [[1, "b", "", 1.4, ""], [2, "a", "", 1.1, 5.3], [2, "e", "", 1.1, 5.3], [4, "f", "", 0.9, ""],
+                     ["unranked", "d", "", "", 5.3]]  # competition ranking; no speed: stated, after the ranked, "c" has nothing
+    columns, table = leaderboard_rows(["ppl", "speed"], entries, rows)  # a column where every right answer ties
+    assert [row[:2] for row in table] == [[1, "a"], [1, "d"], [1, "e"], ["unranked", "b"], ["unranked", "f"]]
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +201,7 @@ def test_staff_tests_grade_as_their_decorators_say(graded):
     assert (tests["test_counts"]["score"], tests["test_counts"]["max_score"], tests["test_counts"]["tags"]) == (2.0, 2.0, ["ngram", "counting", "easy"])
     assert (tests["test_hidden"]["number"], tests["test_hidden"]["visibility"], tests["test_hidden"]["score"]) == ("9.1", "hidden", 1.0)
     assert (tests["test_partial"]["score"], tests["test_partial"]["max_score"], tests["test_partial"]["status"]) == (1.5, 4.0, "failed")
+    assert tests["test_partial"]["output"] == "1.5 of 4 points: 3 of 8 parts match"  # the points, then what earned them
     assert by_test["test_board"].passed and by_test["test_board"].extra["leaderboard_value"] == 3
 
 

@@ -6,17 +6,20 @@ and is the only writer of the outputs whichever backend grades.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import time
 import traceback
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
 from ..report import results_json, write_results
 from ..rubric import Rubric
-from .gradebook import feedback_md, grades_csv, leaderboard_csv, leaderboard_rows, max_score, points, summary_json, write_atomically
+from .gradebook import (UNRANKED, canvas_csv, feedback_md, grades_csv, leaderboard_csv, leaderboard_rows, max_score, points,
+                        student_grades_csv, summary_json, write_atomically)
 from .inputs import ExportError, read_batch
 from .jobs import Jobs, Setup, Task
 from .journal import Journal, grading_key, tree_digest
@@ -42,9 +45,12 @@ class BatchOptions:
 
 def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, say, progress) -> dict:
     """Grade what `source` holds into `out`; returns the rows of the gradebook (submission id -> row).
-    `say(text)` prints a note; `progress(done, total, row)` is called as each submission ends."""
-    started = time.monotonic()
+    `say(text)` prints a note; `progress(done, total, row)` is called once before grading (row None: `done` were
+    graded before), then as each submission ends. Stopped (a KeyboardInterrupt), it still writes the gradebook of what
+    finished, and summary.json's runs say that this one did not finish."""
+    started, began = time.monotonic(), datetime.now(timezone.utc).isoformat(timespec="seconds")
     out.mkdir(parents=True, exist_ok=True)
+    runs = json.loads((out / "summary.json").read_text()).get("runs", []) if (out / "summary.json").exists() else []
     entries, kind = read_batch(source, out / "unpacked")
     if options.only:
         unknown = sorted(set(options.only) - {e.id for e in entries})
@@ -62,6 +68,7 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     jobs = options.jobs or cores
     say(f"{len(entries)} submissions ({kind} {source}); {len(entries) - len(todo)} already graded with this rubric, "
         f"grader and secret; {len(todo)} to grade" + (f" with {jobs} job{'s' * (jobs != 1)}" if options.backend == "local" else ""))
+    progress(len(entries) - len(todo), len(entries), None)
     by_id = {e.id: e for e in entries}
     record = {"grader_version": __version__, "rubric": {"path": str(rubric.path), "sha256": rubric.digest},
               "solutions_sha256": solutions, "source": str(source.resolve())}
@@ -87,19 +94,25 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     setup = Setup(rubric, secret, (out.resolve(), source.resolve(), *([secret_file] if secret_file else [])),
                   options.require_tier, out / ".timing.lock", max(1, cores // jobs), os.getpid())
     isolation: dict = {}  # what the jobs' walls were, as their first one reported (none started: nothing to grade)
+    completed = False  # whether this run got through its list (not stopped, no error)
     try:
         if todo:
             isolation = _backend(rubric, setup, options, cores, say).run([Task(e.id, e.path) for e in todo], done)
+        completed = True
     finally:
-        rows = {e.id: journal.latest[e.id] for e in entries if journal.current(e.id, contents[e.id], key)}
+        on_disk = Journal(journal.path)  # what finished is what the journal holds: a stop may cut record() short of `latest`
+        rows = {e.id: on_disk.latest[e.id] for e in entries if on_disk.current(e.id, contents[e.id], key)}
         write_atomically(out / "grades.csv", grades_csv(rubric, entries, rows))
-        write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": isolation},
-                                                            time.monotonic() - started))
-        columns, board = leaderboard_rows(entries, rows)
+        write_atomically(out / "grades_by_student.csv", student_grades_csv(rubric, entries, rows))
+        write_atomically(out / "canvas.csv", canvas_csv(rubric, entries, rows))
+        run = {"started": began, "seconds": round(time.monotonic() - started, 1), "graded": len(finished), "finished": completed}
+        write_atomically(out / "summary.json", summary_json(rubric, rows, {**record, "isolation": isolation}, [*runs, run]))
+        columns, board = leaderboard_rows(rubric.leaderboard, entries, rows)
         if columns:
             write_atomically(out / "leaderboard.csv", leaderboard_csv(columns, board))
     if columns:
-        say(f"leaderboard ({len(board)} ranked; all in {out / 'leaderboard.csv'}):")
+        ranked = sum(line[0] != UNRANKED for line in board)
+        say(f"leaderboard by {columns[0]} ({ranked} ranked; all in {out / 'leaderboard.csv'}):")
         for line in board[:LEADERS]:
             say("  " + "  ".join(str(v) for v in line[:2]) + "  " + "  ".join(f"{c}: {v}" for c, v in zip(columns, line[3:]) if v != ""))
     try:

@@ -26,6 +26,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import tempfile
 import time
 import traceback
@@ -196,6 +197,7 @@ class Cluster:
         with tempfile.TemporaryDirectory(prefix="autograder-course-") as staged:
             _stage(rubric, Path(staged))
             runtime_env = {"py_modules": [str(GRADER)], "working_dir": staged}
+            on_sigterm = signal.getsignal(signal.SIGTERM)
             try:
                 if address:
                     ray.init(address=address, runtime_env=runtime_env, logging_level="warning")
@@ -204,6 +206,8 @@ class Cluster:
                              runtime_env=runtime_env, logging_level="warning")
             except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:  # unreachable, refused, malformed
                 raise ClusterError(f"Ray at {address or 'this machine'}: {exc}") from None
+            finally:  # ray.init makes SIGTERM a sys.exit: it stays the batch's stop (the CLI's), which ends Ray too (stop)
+                signal.signal(signal.SIGTERM, on_sigterm)
         self.actor = ray.remote(Grader)
         nodes = self._nodes()
         cpus, gpus = (sum(int(n["Resources"].get(kind, 0)) for n in nodes) for kind in ("CPU", "GPU"))

@@ -1,16 +1,20 @@
-"""A batch's outputs: grades.csv, each submission's results.json and feedback, and summary.json, each written
-atomically (a temporary file renamed over the old one), so that a reader never sees half a file."""
+"""A batch's outputs: the gradebooks (grades.csv, one row per submission; grades_by_student.csv, one per student;
+canvas.csv, for Canvas's gradebook import), the leaderboard, each submission's results.json and feedback, and
+summary.json, each written atomically (a temporary file renamed over the old one), so that a reader never sees half
+a file."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections import Counter
 from pathlib import Path
 
+from ..report import failures_first, neighbours, numbered
 from ..rubric import Rubric
 from .inert import csv_text, md_fence, md_text
-from .inputs import Entry
+from .inputs import Entry, Submitter
 
 STATUSES = {
     "ok": "graded",
@@ -19,7 +23,15 @@ STATUSES = {
     "crashed": "the grading process died while grading it",
     "infra_error": "the grader itself failed, on the whole submission or on some cases (its traceback is in the batch's log); a rerun grades it again",
 }
-FIXED = ["submission_id", "name", "sid", "email", "status", "score", "max_score"]
+PERSON = ["name", "sid", "email"]
+GRADE = ["status", "score", "max_score"]
+# Canvas's gradebook import (canvas-lms, GradebookImporter): a header whose first cell holds "Student" and second "ID",
+# its last student column "Section" (SIS User ID and SIS Login ID between them), then one column per assignment. Canvas
+# finds each row's student by ID (its own user id, which the grader does not know: left blank, as a number there would
+# be taken for one), then SIS User ID, then SIS Login ID, then the name; it ignores Section's values and creates an
+# assignment for a header it does not know, or lets the importer match it to one.
+CANVAS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+UNRANKED = "unranked"  # a leaderboard row's rank where its first column holds no number
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -51,44 +63,81 @@ def max_score(rubric: Rubric) -> float:
 
 
 def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:
-    """One row per submission, in the entries' order (sorted by id); a submission not graded yet has none."""
-    parts = list(dict.fromkeys(c.part for c in rubric.components))
-    table = [FIXED + [c.id for c in rubric.components] + [f"part: {p}" for p in parts]]
-    for entry in entries:
-        row = rows.get(entry.id)
-        if row is None:
-            continue
-        people = entry.submitters
-        fields = [entry.id, "; ".join(p.name for p in people), "; ".join(p.sid for p in people),
-                  "; ".join(p.email for p in people), row["status"], _number(row["score"]), _number(row["max_score"])]
-        graded = row["status"] == "ok"
-        fields += [_number(row["components"].get(c.id, 0.0)) if graded else "" for c in rubric.components]
-        fields += [_number(row["parts"].get(p, 0.0)) if graded else "" for p in parts]
-        table.append(fields)
+    """One row per submission, in the entries' order (sorted by id); a submission not graded yet has none. A group's
+    row lists every member's name, sid and email, joined by "; "."""
+    table = [["submission_id", *PERSON, *_grade_header(rubric)]]
+    for entry in (e for e in entries if e.id in rows):
+        joined = ["; ".join(getattr(p, f) for p in entry.submitters) for f in PERSON]
+        table.append([entry.id, *joined, *_grade_fields(rubric, rows[entry.id])])
     return csv_text(table)
 
 
-def leaderboard_rows(entries: list[Entry], rows: dict[str, dict]) -> tuple[list[str], list[list]]:
-    """The batch's leaderboard: its columns (each leaderboard name, in the order first met), and one row per submission
-    that ranks anywhere (rank, id, names, a value per column), ranked by the first column in its order (results.json
-    carries a submission's entries only where its answers were right: report.leaderboard)."""
+def student_grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:
+    """One row per student, each member of a group with the group's grade and `group` naming every member; a submission
+    with no submitter listed (a folder's) has one row, its person's fields blank. In the entries' order."""
+    table = [[*PERSON, "submission_id", "group", *_grade_header(rubric)]]
+    for entry in (e for e in entries if e.id in rows):
+        group = "; ".join(p.name for p in entry.submitters) if len(entry.submitters) > 1 else ""
+        for person in entry.submitters or (Submitter(),):
+            table.append([*(getattr(person, f) for f in PERSON), entry.id, group, *_grade_fields(rubric, rows[entry.id])])
+    return csv_text(table)
+
+
+def canvas_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:
+    """The per-student gradebook in the layout Canvas's gradebook import reads (CANVAS), the score under one assignment
+    column named for what was graded (the part, when the rubric grades one). Gradescope's sid goes to SIS User ID and the
+    email to SIS Login ID; a submission with no submitter listed goes by its id as the name, for the importer to match
+    by hand. A score that is not final (infra_error) is left blank, which Canvas reads as no change."""
+    parts = _parts(rubric)
+    table = [[*CANVAS, parts[0] if len(parts) == 1 else rubric.course]]
+    for entry in (e for e in entries if e.id in rows):
+        row = rows[entry.id]
+        score = _number(row["score"]) if row["status"] != "infra_error" else ""
+        for person in entry.submitters or (Submitter(name=entry.id),):
+            table.append([person.name, "", person.sid, person.email, "", score])
+    return csv_text(table)
+
+
+def _parts(rubric: Rubric) -> list[str]:
+    return list(dict.fromkeys(c.part for c in rubric.components))
+
+
+def _grade_header(rubric: Rubric) -> list[str]:
+    return [*GRADE, *(c.id for c in rubric.components), *(f"part: {p}" for p in _parts(rubric))]
+
+
+def _grade_fields(rubric: Rubric, row: dict) -> list[str]:
+    """A graded row's status, score and maximum, then its points per component and per part (blank unless graded)."""
+    graded = row["status"] == "ok"
+    return [row["status"], _number(row["score"]), _number(row["max_score"]),
+            *(_number(row["components"].get(c.id, 0.0)) if graded else "" for c in rubric.components),
+            *(_number(row["parts"].get(p, 0.0)) if graded else "" for p in _parts(rubric))]
+
+
+def leaderboard_rows(board: list[str], entries: list[Entry], rows: dict[str, dict]) -> tuple[list[str], list[list]]:
+    """The batch's leaderboard: its columns (`board`, the rubric's in the board's order, less those no submission has a
+    value in) and one row per submission with a value in any (rank, id, names, a value per column; results.json carries
+    a submission's entries only where its answers were right: report.leaderboard). The first column ranks, in its
+    order: ties share a rank (1, 2, 2, 4), and a submission with no number there is UNRANKED, after the ranked ones."""
     boards = {e.id: {b["name"]: b for b in rows[e.id].get("leaderboard", [])} for e in entries if e.id in rows}
-    columns = list(dict.fromkeys(name for board in boards.values() for name in board))
+    columns = [c for c in board if any(c in b for b in boards.values())]
     if not columns:
         return [], []
     first = columns[0]
-    order = next(board[first]["order"] for board in boards.values() if first in board)
+    sign = -1 if next(b[first]["order"] for b in boards.values() if first in b) == "desc" else 1
 
-    def key(entry: Entry):
+    def number(entry: Entry) -> float | None:
         value = boards[entry.id].get(first, {}).get("value")
-        if not isinstance(value, (int, float)):  # no value, or a text one: after every number
-            return (1, 0.0, entry.id)
-        return (0, -value if order == "desc" else value, entry.id)
+        return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
-    ranked = sorted((e for e in entries if boards.get(e.id)), key=key)
-    table = [[i, e.id, "; ".join(p.name for p in e.submitters), *(boards[e.id].get(c, {}).get("value", "") for c in columns)]
-             for i, e in enumerate(ranked, start=1)]
-    return columns, table
+    listed = [e for e in entries if boards.get(e.id)]
+    ranked = sorted((e for e in listed if number(e) is not None), key=lambda e: sign * number(e))  # stable: ties by id
+    ranks: dict[str, int] = {}
+    for i, e in enumerate(ranked):
+        ranks[e.id] = ranks[ranked[i - 1].id] if i and number(e) == number(ranked[i - 1]) else i + 1
+    return columns, [[ranks.get(e.id, UNRANKED), e.id, "; ".join(p.name for p in e.submitters),
+                      *(boards[e.id].get(c, {}).get("value", "") for c in columns)]
+                     for e in [*ranked, *(e for e in listed if e.id not in ranks)]]
 
 
 def leaderboard_csv(columns: list[str], table: list[list]) -> str:
@@ -100,23 +149,26 @@ def _number(x: float) -> str:
 
 
 def feedback_md(sid: str, row: dict, results: dict) -> str:
-    """What the student may read: each case's name, points and message (hidden cases' messages hold no values).
-    Text not the grader's own words is fenced (md_fence), or in a heading escaped (md_text), so none of it renders."""
+    """What the student may read: results.json's output, which starts with the summary (report.summary_lines), then
+    each failed case's name, points and message in the summary's order (hidden cases' messages hold no values),
+    neighbours with one message under one heading. Not graded: why, once. Text not the grader's own words is fenced
+    (md_fence), or in a heading escaped (md_text), so none of it renders."""
     lines = [f"# Submission {md_text(sid)}", "", f"Score: {_number(row['score'])} / {_number(row['max_score'])}", ""]
-    if row["status"] != "ok":
-        lines += ["Not graded:", "", md_fence(row["message"]), ""]
-    if results.get("output"):
-        lines += [md_fence(results["output"]), ""]
-    for test in results.get("tests", []):
-        hidden = "" if test.get("visibility", "visible") == "visible" else " (hidden case)"
-        name = md_text(f"{test['number']} {test['name']}")
-        lines += [f"## {name}{hidden}: {_number(test['score'])} / {_number(test['max_score'])}", ""]
-        if test.get("output"):
-            lines += [md_fence(test["output"]), ""]
+    if not results.get("tests"):
+        return "\n".join(lines + ["Not graded:", "", md_fence(row["message"]), ""])
+    lines += [md_fence(results["output"]), ""]
+    for group in neighbours(failures_first(results["tests"]), lambda t: t["output"]):
+        hidden = "" if any(t["visibility"] == "visible" for t in group) else f" (hidden case{'s' * (len(group) > 1)})"
+        points = f"{_number(sum(t['score'] for t in group))} / {_number(sum(t['max_score'] for t in group))}"
+        lines += [f"## {md_text(numbered(group))}{hidden}: {points}", ""]
+        if group[0]["output"]:
+            lines += [md_fence(group[0]["output"]), ""]
     return "\n".join(lines)
 
 
-def summary_json(rubric: Rubric, rows: dict[str, dict], record: dict, seconds: float) -> str:
+def summary_json(rubric: Rubric, rows: dict[str, dict], record: dict, runs: list[dict]) -> str:
+    """The batch in figures. `runs`: every run into its folder, this one last (when it started, its seconds, how many
+    it graded, whether it finished: false when stopped or failed); wall_seconds is their total."""
     counts = Counter(row["status"] for row in rows.values())
     return json.dumps({
         "submissions": len(rows),
@@ -124,5 +176,6 @@ def summary_json(rubric: Rubric, rows: dict[str, dict], record: dict, seconds: f
         "max_score": max_score(rubric),
         "component_max": {c.id: component_max(c) for c in rubric.components},
         **record,
-        "wall_seconds": round(seconds, 1),
+        "runs": runs,
+        "wall_seconds": round(sum(run["seconds"] for run in runs), 1),
     }, indent=2)

@@ -207,7 +207,7 @@ _MetadataLoader.add_multi_constructor("!", _untagged)
 
 
 def _field(value, what: str) -> str:
-    """A submitter's name, sid or email as grades.csv shows it: on one line, with nothing a terminal would act on
+    """A submitter's name, sid or email as the gradebooks show it: on one line, with nothing a terminal would act on
     (students choose their names), and at most MAX_FIELD characters. Not text (a list, a mapping) is refused: its
     text could be exponentially long (YAML aliases), and Gradescope never writes one."""
     if value is None:

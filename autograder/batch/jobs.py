@@ -33,6 +33,7 @@ from ..submission import SubmissionError, open_submission
 from ..timing import renew
 
 PR_SET_PDEATHSIG = 1
+STOPS = (signal.SIGTERM, signal.SIGHUP)  # what `kill`, `timeout`, a scheduler and a closed terminal send: a stop, as Ctrl-C is
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ class Setup:
 
 def job_main(conn: Connection, setup: Setup) -> None:
     """A job process: grade each task received until told to stop (None); reply with a dict per task."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the batch's to handle: it stops the jobs
+    for signum in (signal.SIGINT, *STOPS):  # the batch's to handle, even sent to its process group: it stops the jobs
+        signal.signal(signum, signal.SIG_IGN)
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # a batch killed outright takes its jobs with it
     if os.getppid() != setup.parent:
         return
@@ -95,7 +97,8 @@ def _grade_one(rubric, isolation, setup: Setup, task: Task, reference) -> dict:
     both, once a cluster's parts are merged); otherwise its status, why, and results.json saying so."""
     with tempfile.TemporaryDirectory(prefix="autograder-batch-") as scratch:
         try:
-            submission = open_submission(task.path, Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed)
+            submission = open_submission(task.path, Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed,
+                                         graded=rubric.files)
         except SubmissionError as exc:
             return failure("not_gradable", str(exc))
         try:
@@ -182,10 +185,13 @@ class Jobs:
     def start(self) -> dict:
         """Start one more job; returns the isolation it reported. RuntimeError when it cannot start."""
         job = _Job(self.context, self.setup)
-        hello = job.conn.recv() if job.conn.poll(120) else {"fatal": "the grading process did not start within 120 s"}
-        if "fatal" in hello:
+        try:
+            hello = job.conn.recv() if job.conn.poll(120) else {"fatal": "the grading process did not start within 120 s"}
+            if "fatal" in hello:
+                raise RuntimeError(f"a grading process could not start: {hello['fatal']}")
+        except BaseException:  # it failed, or the batch was stopped while it started: it is not one of self.jobs yet
             job.kill()
-            raise RuntimeError(f"a grading process could not start: {hello['fatal']}")
+            raise
         job.uids = hello["uids"]
         self.jobs.append(job)
         return hello["ready"]

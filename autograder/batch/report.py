@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import judge
 from ..report import PRINTED
 from ..rubric import Rubric, read_yaml
 from ..submission import SubmissionError, open_submission
@@ -25,7 +26,7 @@ from .gradebook import component_max, max_score, write_atomically
 from .inert import read_csv
 from .inputs import read_batch
 
-LIKELY = re.compile(r"Likely mistake: (.+?)\.(?:\s|$)")
+LIKELY = re.compile(re.escape(judge.LIKELY) + r"(.+?)\.(?:\s|$)")
 SIMILARITY_K, SIMILARITY_WINDOW = 25, 1  # copydetect's noise threshold (tokens) and winnowing window
 DEFAULT_THRESHOLD = 0.8  # the share of a file's tokens found in the other's, above which a pair is flagged
 SIDE_BY_SIDE, LISTED = 50, 500  # flagged pairs shown side by side, and listed, on the page (report.json lists all)

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ..gradients import fill_parameters, load_reference_weights
+from ..judge import LIKELY
 from ..sandbox.host.process import StudentRaised
 from . import check
 from .common import chi_square_p_value
@@ -57,7 +58,7 @@ def generated(t, got, prompt: torch.Tensor, max_new_tokens: int, vocab: int, con
                   (1, want[0]): "returns a batch of one; return a 1-D tensor",
                   (context_length,): "returns the cropped sequence; crop only what goes into the model"}.get(shape)
         t.fail(f"{what}: expected shape {want} (T0 = {len(prompt)} prompt tokens + {max_new_tokens} new ones), got {shape}."
-               + (f" Likely mistake: {likely}." if likely else ""))
+               + (f" {LIKELY}{likely}." if likely else ""))
     if got.dtype != torch.int64:
         t.fail(f"{what}: expected token ids of dtype torch.int64, got {got.dtype}.")
     if not torch.equal(got[: len(prompt)], prompt):

@@ -18,6 +18,7 @@ import re
 import shutil
 import tempfile
 import tomllib
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import yaml
 
 from .. import __version__
 from ..cases import CHECKS, TIMING
-from ..rubric import Rubric, load_rubric
+from ..rubric import Case, Component, Rubric, load_rubric
 from ..expected import Recorder, Replay
 from ..reference import Reference
 from ..runner import grade
@@ -306,33 +307,49 @@ class BundleError(ReleaseError):
     """The bundle cannot be built; the message says why."""
 
 
-def select_components(rubric: Rubric, part: str | None) -> list:
-    """Every component, or those of one part, given by its number (1, 2...) or its name."""
-    if part is None:
+def course_parts(rubric: Rubric) -> list[str]:
+    """The names of the course's parts, in order: part n is the n-th."""
+    return list(dict.fromkeys(c.part for c in rubric.components))
+
+
+def part_numbers(rubric: Rubric, components: list[Component]) -> list[int]:
+    """The numbers of the parts `components` belong to, in order."""
+    names = course_parts(rubric)
+    return [names.index(part) + 1 for part in dict.fromkeys(c.part for c in components)]
+
+
+def select_components(rubric: Rubric, parts: Sequence[str] = ()) -> list[Component]:
+    """Every component, or those of the parts named, each by its number (1, 2...) or its name; in the course's order."""
+    if not parts:
         return rubric.components
-    parts = list(dict.fromkeys(c.part for c in rubric.components))
-    chosen = parts[int(part) - 1] if part.isdigit() and 0 < int(part) <= len(parts) else part
-    if chosen not in parts:
-        raise BundleError(f"no part {part!r}; expected a number from 1 to {len(parts)} or one of: " + "; ".join(parts))
-    return [c for c in rubric.components if c.part == chosen]
+    names = course_parts(rubric)
+    chosen = set()
+    for part in parts:
+        name = names[int(part) - 1] if part.isdigit() and 0 < int(part) <= len(names) else part
+        if name not in names:
+            raise BundleError(f"no part {part!r}; expected a number from 1 to {len(names)} or one of: " + "; ".join(names))
+        chosen.add(name)
+    return [c for c in rubric.components if c.part in chosen]
 
 
-def check_bundle_target(rubric: Rubric, out: Path, part: str | None) -> list:
-    """The components of a bundle of `part` written to `out`, or BundleError: all that can refuse it before recording."""
+def check_bundle_target(rubric: Rubric, out: Path, parts: Sequence[str] = ()) -> list[Component]:
+    """The components of a bundle of `parts` (none: all) written to `out`, or BundleError: all that can refuse it before
+    recording."""
     if rubric.solutions_dir is None:
         raise BundleError(f"{rubric.path.name} is itself a student bundle; release from the course's rubric")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BundleError(f"{out} already exists and is not an empty folder; choose a new one")
-    components = select_components(rubric, part)
+    components = select_components(rubric, parts)
     stale = stale_rules(rubric)  # the handouts and starter docstrings state the rules of this rubric, as released
     if stale:
         raise BundleError(f"the rules in {', '.join(stale)} are out of date with {rubric.path.name}; run `autograder release` first")
     return components
 
 
-def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
-    """Build the bundle in a temporary folder, prove it, then move it to `out` (which must not exist or be empty)."""
-    components = check_bundle_target(rubric, out, part)
+def write_bundle(rubric: Rubric, out: Path, parts: Sequence[str] = ()) -> dict:
+    """Build the bundle of `parts` (none: all) in a temporary folder, prove it, then move it to `out` (which must not
+    exist or be empty)."""
+    components = check_bundle_target(rubric, out, parts)
     projects = rubric.path.parent
     starter = render_starter(rubric.solutions_dir)
     with tempfile.TemporaryDirectory(prefix="autograder-bundle-") as scratch:
@@ -356,7 +373,7 @@ def write_bundle(rubric: Rubric, out: Path, part: str | None = None) -> dict:
         _write_rubric(rubric, components, work / "grading.yaml")
         _write_staff_tests(rubric, components, work)
         summary = _record(rubric, components, work / "grading.yaml", work / EXPECTED, Path(scratch))
-        title = components[0].part if part else "all parts"
+        title = "; ".join(dict.fromkeys(c.part for c in components)) if parts else "all parts"
         listed = "".join(f"| `{f}` | starter code: fill in the bodies marked `raise NotImplementedError` |\n" for f in files)
         one = components[0].id  # the examples name a component this bundle holds
         (work / "README.md").write_text(README.format(course=rubric.course, title=title, files=listed, not_here=summary["not_here"],
@@ -413,51 +430,70 @@ def _bundle_cases(component) -> list:
     return [c for c in component.cases if c.visible and c.check not in TIMING]
 
 
-def _write_rubric(rubric: Rubric, components, path: Path) -> None:
-    """The course's rubric, cut down to the visible cases, each keeping its number, and pointing at the recording."""
+def cut_rubric(rubric: Rubric, components: list[Component], cases_of: Callable[[Component], list[Case]]) -> dict:
+    """The course's rubric, as the data of its YAML, cut down to `components` and to the cases `cases_of` keeps of each,
+    every case keeping the number the course gives it (which counts the components before it); a part left with no
+    component is dropped. Staff tests take their numbers from their files: cut_staff_tests numbers those."""
     spec = yaml.safe_load(rubric.path.read_text())
     ids = [c.id for c in components]
-    spec["solutions"], spec["expected"] = None, EXPECTED
     spec["parts"] = [dict(p, components=[c for c in p["components"] if c in ids]) for p in spec["parts"]]
     spec["parts"] = [p for p in spec["parts"] if p["components"]]
-    spec["components"] = {c.id: _component_spec(spec["components"][c.id], c) for c in components}
-    path.write_text("# The visible cases of this release, generated by `autograder release`; do not edit.\n"
-                    + yaml.safe_dump(spec, sort_keys=False, width=200))
+    spec["components"] = {c.id: _cut_component(spec["components"][c.id], cases_of(c)) for c in components}
+    return spec
 
 
-def _component_spec(raw: dict, component) -> dict:
-    kept = {c.name: c for c in _bundle_cases(component)}
-    if not kept:
-        raise BundleError(f"component {component.id} has no visible case to release; make at least one visible")
-    cases = [dict(spec, number=kept[spec["name"]].number) for spec in raw.get("cases", []) if spec["name"] in kept]
-    return dict(raw, cases=cases, not_here=len(component.cases) - len(kept))
+def _cut_component(raw: dict, cases: list[Case]) -> dict:
+    kept = {c.name: c.number for c in cases}
+    return dict(raw, cases=[dict(spec, number=kept[spec["name"]]) for spec in raw.get("cases", []) if spec["name"] in kept])
 
 
-def _write_staff_tests(rubric: Rubric, components, work: Path) -> None:
-    """Each staff test file of `components` as the bundle holds it: the hidden tests left out (their code may hold their
-    answers, so it stays home), and at the end each visible test given the number it has when graded. The recording is
-    made against these copies (_record), so a `t.expect` is known by its line in the file the student has."""
-    kept = {k.unittest: k.number for c in components for k in _bundle_cases(c) if k.unittest}
+def cut_staff_tests(rubric: Rubric, components: list[Component], cases_of: Callable[[Component], list[Case]]) -> dict[str, str]:
+    """Each staff test file of `components` (its path relative to the rubric's folder, and its text) cut down to the tests
+    `cases_of` keeps: a test left out is deleted, not skipped (a hidden test's code may hold its answers), and at the end
+    each test kept is given the number the course gives it, which a rubric of fewer components would not."""
+    kept = {k.unittest: k.number for c in components for k in cases_of(c) if k.unittest}
     every = {k.unittest for c in components for k in c.cases if k.unittest}
+    texts = {}
     for file in sorted({source.file for source in every}):
         lines = (rubric.path.parent / file).read_text().splitlines()
         cut: list[tuple[int, int, list[str]]] = []  # (first line, last line, what replaces them), 1-based
         for cls in (node for node in ast.parse("\n".join(lines)).body if isinstance(node, ast.ClassDef)):
-            hidden = [node for node in cls.body if StaffTest(file, f"{cls.name}.{getattr(node, 'name', '')}") in every - kept.keys()]
-            for node in hidden:
+            left_out = [node for node in cls.body if StaffTest(file, f"{cls.name}.{getattr(node, 'name', '')}") in every - kept.keys()]
+            for node in left_out:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
                 cut.append((first, node.end_lineno, []))
-            if hidden and len(hidden) == len(cls.body):  # a class of hidden tests only keeps a body
+            if left_out and len(left_out) == len(cls.body):  # a class whose every test is left out keeps a body
                 cut[-1] = (*cut[-1][:2], [" " * cls.body[0].col_offset + "pass"])
         for first, last, instead in sorted(cut, reverse=True):
             while first > 1 and not lines[first - 2].strip():  # the blank lines before it go with it
                 first -= 1
             lines[first - 1:last] = instead
-        lines += [f"\n# Written by `autograder release`: the visible tests of {file}, numbered as graded; hidden tests left out.",
+        held = "the tests it holds (the others left out)" if cut else "every test"
+        lines += [f"\n# Written by the autograder's release: {held}, numbered as in the course.",
                   "from gradescope_utils.autograder_utils.decorators import number as _grader_number  # noqa: E402"]
         lines += [f"{source.test} = _grader_number({number!r})({source.test})" for source, number in kept.items() if source.file == file]
+        texts[file] = "\n".join(lines) + "\n"
+    return texts
+
+
+def _write_rubric(rubric: Rubric, components: list[Component], path: Path) -> None:
+    """The course's rubric, cut down to the visible cases, each keeping its number, and pointing at the recording."""
+    spec = cut_rubric(rubric, components, _bundle_cases)
+    spec["solutions"], spec["expected"] = None, EXPECTED
+    for c in components:
+        if not _bundle_cases(c):
+            raise BundleError(f"component {c.id} has no visible case to release; make at least one visible")
+        spec["components"][c.id]["not_here"] = len(c.cases) - len(_bundle_cases(c))
+    path.write_text("# The visible cases of this release, generated by `autograder release`; do not edit.\n"
+                    + yaml.safe_dump(spec, sort_keys=False, width=200))
+
+
+def _write_staff_tests(rubric: Rubric, components: list[Component], work: Path) -> None:
+    """Each staff test file of `components` as the bundle holds it: its visible tests only, numbered as graded. The
+    recording is made against these copies (_record), so a `t.expect` is known by its line in the file the student has."""
+    for file, text in cut_staff_tests(rubric, components, _bundle_cases).items():
         (work / file).parent.mkdir(parents=True, exist_ok=True)
-        (work / file).write_text("\n".join(lines) + "\n")
+        (work / file).write_text(text)
 
 
 def _record(rubric: Rubric, components, rubric_path: Path, path: Path, scratch: Path) -> dict:

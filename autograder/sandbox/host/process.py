@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ...outcome import Ended, GraderFailed
+from ...outcome import Ended, GraderFailed, seconds_text
 from . import reaper
 from ..worker import wire
 from .template import Template, TemplateGone
@@ -101,12 +101,12 @@ class WorkerWontStart(GraderFailed):
 class CallTimeout(WorkerFailure):
     kind = "timeout"
 
-    def __init__(self, seconds: float):
-        super().__init__(f"did not finish within {seconds:g} s")
-        self.seconds = seconds
+    def __init__(self, limit: float):
+        super().__init__(f"did not finish within {seconds_text(limit)}")
+        self.seconds = limit
 
     def describe(self) -> str:
-        return f"Timed out: the case did not finish within {self.seconds:g} s (an infinite loop, or far too slow)."
+        return f"Timed out: the case did not finish within {seconds_text(self.seconds)} (an infinite loop, or far too slow)."
 
 
 class BadReply(WorkerFailure):
