@@ -825,6 +825,26 @@ def test_the_laptop_without_linux_refuses_the_sandbox_and_nothing_else(checked):
     assert checked["sandbox"] == set()
 
 
+# POSIX's signals that Windows's `signal` module lacks: a name of these read when the grader's command line is imported
+# or starts a check would fail there, and not_linux.py cannot take them away (the standard library uses them here).
+WINDOWS_LACKS = ("SIGHUP", "SIGKILL", "SIGSTOP", "SIGCONT", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCHLD", "SIGPIPE",
+                 "SIGXCPU", "SIGXFSZ")
+
+
+@pytest.mark.slow
+def test_the_command_line_starts_with_the_signals_windows_has():
+    """With Windows's signals only, the command line imports and installs its stop handlers (cli.stops_as_interrupts),
+    and a missing one would show: deleting SIGTERM too fails the same run."""
+    def run(names) -> subprocess.CompletedProcess:
+        script = "import signal\n" + "".join(f"del signal.{n}\n" for n in names) + (
+            "from autograder import cli\nwith cli.stops_as_interrupts([]):\n    print(cli.build_parser().parse_args(['check']).func.__name__)\n")
+        return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    windows = run(WINDOWS_LACKS)
+    assert windows.returncode == 0 and windows.stdout.strip() == "cmd_check", windows.stderr
+    assert "AttributeError" in run((*WINDOWS_LACKS, "SIGTERM")).stderr
+
+
 @pytest.mark.slow
 def test_grading_never_falls_back_to_the_portable_tier(laptop, tmp_path):
     """Without Linux, `grade` (as grade-all's jobs and Gradescope's run, through choose_tier) refuses to grade, says

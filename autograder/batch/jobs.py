@@ -33,7 +33,9 @@ from ..submission import SubmissionError, open_submission
 from ..timing import renew
 
 PR_SET_PDEATHSIG = 1
-STOPS = (signal.SIGTERM, signal.SIGHUP)  # what `kill`, `timeout`, a scheduler and a closed terminal send: a stop, as Ctrl-C is
+# What `kill`, `timeout`, a scheduler and a closed terminal send: a stop, as Ctrl-C is. Windows has no SIGHUP, and the
+# command line (a student's `check` too) installs these on any OS.
+STOPS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @dataclass(frozen=True)
