@@ -94,13 +94,16 @@ def _problems(mistake: Mistake, rubric: Rubric, earlier: list[Mistake]) -> list[
 
 def write_variant(solutions: Path, file: str, old: str, new: str, folder: Path) -> Path:
     """A copy of `solutions` in `folder`, with `old` replaced by `new` in `file`."""
+    return write_edits(solutions, [(file, old, new)], folder)
+
+
+def write_edits(solutions: Path, edits: list[tuple[str, str, str]], folder: Path) -> Path:
+    """A copy of `solutions` in `folder`, with each edit (file, old, new) made: `old` replaced by `new` in `file`."""
     shutil.copytree(solutions, folder)
-    _edit(folder / file, old, new)
+    for file, old, new in edits:
+        path = folder / file
+        path.write_text(path.read_text().replace(old, new))
     return folder
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    path.write_text(path.read_text().replace(old, new))
 
 
 def course_isolation(rubric: Rubric) -> Isolation:
@@ -184,10 +187,7 @@ def judge_each(rubric: Rubric, mistakes: list[Mistake], isolation: Isolation, qu
             components += [dataclasses.replace(c, cases=[k for k in c.cases if k.check not in skip])
                            for c in rubric.components if c.file == files[m]]
         with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
-            folder = Path(scratch) / "variant"
-            shutil.copytree(rubric.solutions_dir, folder)
-            for m in group:
-                _edit(folder / files[m], m.old, m.new)
+            folder = write_edits(rubric.solutions_dir, [(files[m], m.old, m.new) for m in group], Path(scratch) / "variant")
             run = grade_folder(dataclasses.replace(rubric, components=components), folder, isolation)
         for m in group:
             yield Verdict(m, _only(run, {c.id for c in rubric.components if c.file == files[m]}))

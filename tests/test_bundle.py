@@ -41,7 +41,7 @@ from autograder.release.bundle import BUNDLE_OWN, DISTRIBUTION, student_pins, st
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
 from autograder.submission import CHECK_TAG, open_submission
-from autograder.verify import one_per_file
+from autograder.verify import one_per_file, write_edits
 
 # The bundle's own files at its top (release.bundle.BUNDLE_OWN, which `check` leaves out of its account), and the notebooks.
 RELEASED = {*BUNDLE_OWN, "notebooks"}
@@ -795,11 +795,8 @@ def checked(bundle, laptop, tmp_path_factory):
     ids, files = [c.id for c in components], sorted({c.file for c in components})
     todo = [(SOLUTIONS, ids, "solutions"), (bundle, ids, "starter"), (crlf_bom_tabs(scratch / "crlf", files), ids, "crlf, BOM, tabs")]
     for k, mistakes in enumerate(one_per_file(rubric, [m for m in CATALOGUE if m.component in ids])):
-        variant = scratch / f"mistakes{k}"
-        shutil.copytree(SOLUTIONS, variant)
-        for m in mistakes:
-            path = variant / rubric.component(m.component).file
-            path.write_text(path.read_text().replace(m.old, m.new))
+        edits = [(rubric.component(m.component).file, m.old, m.new) for m in mistakes]
+        variant = write_edits(SOLUTIONS, edits, scratch / f"mistakes{k}")
         todo.append((variant, [m.component for m in mistakes], "mistakes: " + "; ".join(m.name for m in mistakes)))
     listing = scratch / "jobs.json"
     listing.write_text(json.dumps([[str(folder), job] for folder, job, _ in todo]))
