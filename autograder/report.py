@@ -129,7 +129,7 @@ def summary_lines(tests: list[dict]) -> list[str]:
     failed = failures_first(tests)
     by_number = {t["number"]: t for t in failed}
     used_by = Counter(n for t in failed for n in _uses(t))
-    causes = {t["number"]: _cause(t, by_number) for t in failed}
+    causes = {t["number"]: cause(t, by_number) for t in failed}
     if failed:
         lines += ["", f"{len(failed)} case{'s' * (len(failed) != 1)} failed" + ("; those that later cases build on come first:" if used_by else ":")]
         alone = used_by.keys()  # a case that others use is said on its own line
@@ -159,7 +159,7 @@ def _uses(test: dict) -> list[str]:
     return test["extra_data"].get("uses_failed", [])
 
 
-def _cause(test: dict, failed: dict[str, dict]) -> str:
+def cause(test: dict, failed: dict[str, dict]) -> str:
     """One line of why `test` failed: the failing parts it builds on, else its message's first line, cut short but for
     the likely mistake it names."""
     if _uses(test):

@@ -1,21 +1,26 @@
 """Benchmarks of the grader on this machine; (re)writes BENCHMARKS.md.
 
-    .venv/bin/python benchmarks/run.py                  # everything: 20 to 36 minutes on 2 cores
+    .venv/bin/python benchmarks/run.py                  # everything: 25 to 40 minutes on 2 cores
     .venv/bin/python benchmarks/run.py --runs 10        # more repetitions of the timing verdict
-    .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --class-size 0 --out /tmp/b.md
+    .venv/bin/python benchmarks/run.py --skip-slow-variants --skip-builtins --class-size 0 --report-size 0 --out /tmp/b.md
     python3 benchmarks/run.py --gpu-only --gpu-json $OUT/gpu.json --out $OUT/gpu.md   # on a GPU: section 6 only
     .venv/bin/python benchmarks/run.py --refresh-gpu-section   # BENCHMARKS.md's section 6 again from gpu.json
+    .venv/bin/python benchmarks/run.py --only-report    # section 7 alone, measured and rewritten in place (5 minutes)
 
 Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
 reference is graded as a student; how deliberately slower (correct) variants
 are scored; the reference solutions against PyTorch's built-ins, in-process;
-and a class of submissions graded one by one and with `grade-all`. Sections 2
-to 4 measure on whatever device the grader times on. Section 6 holds the same
-measurements on a GPU, with the peak-memory check: `--gpu-only` measures it
-there (benchmarks/device.sh) into benchmarks/gpu.json, which is committed, and
-every run renders the section from that file, saying where and when it was
-measured, or that no GPU was available.
+and a class of submissions graded one by one and with `grade-all`
+(benchmarks/class_batch.py). Sections 2 to 4 measure on whatever device the
+grader times on. Section 6 holds the same measurements on a GPU, with the
+peak-memory check: `--gpu-only` measures it there (benchmarks/device.sh) into
+benchmarks/gpu.json, which is committed, and every run renders the section
+from that file, saying where and when it was measured, or that no GPU was
+available. Section 7 measures the class report of 300 submissions: how long
+`autograder report` takes, its size, and how fast the page opens in headless
+chromium (benchmarks/class_report.py, which also builds that class alone for a
+person to look at).
 """
 from __future__ import annotations
 
@@ -24,7 +29,6 @@ import contextlib
 import dataclasses
 import datetime
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -37,29 +41,32 @@ import sys
 import tempfile
 import time
 import traceback
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import median
 
 import torch
 
-from autograder.batch.inert import read_csv
-from autograder.cases import TIMING
-from autograder.outcome import Ended
-from autograder.rubric import Rubric, load_rubric
-from autograder.reference import Reference
-from autograder.runner import LANES, GradeRun, grade
-from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, Worker, start_template
-from autograder.sandbox.host.proxy import Slot
-from autograder.sandbox.host.template import Template
-from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files
-from autograder.submission import open_submission
-from autograder.timing import Policy, Speed, reference_slot, verdict
-from autograder.verify import load_mistakes, write_variant
-
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = ROOT / "solutions"
+if str(ROOT) not in sys.path:  # run as a script: benchmarks/ is no installed package; its modules import from the root
+    sys.path.insert(0, str(ROOT))
+
+from autograder.cases import TIMING  # noqa: E402
+from autograder.outcome import Ended  # noqa: E402
+from autograder.rubric import Rubric, load_rubric  # noqa: E402
+from autograder.reference import Reference  # noqa: E402
+from autograder.runner import GradeRun, grade  # noqa: E402
+from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, Worker, start_template  # noqa: E402
+from autograder.sandbox.host.proxy import Slot  # noqa: E402
+from autograder.sandbox.host.template import Template  # noqa: E402
+from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files  # noqa: E402
+from autograder.submission import open_submission  # noqa: E402
+from autograder.timing import Policy, Speed, reference_slot, verdict  # noqa: E402
+from benchmarks import class_report  # noqa: E402
+from benchmarks.class_batch import GPU_CLASS, class_parts, class_runs, section_class  # noqa: E402
+from benchmarks.common import BENCHMARKS_MD, SOLUTIONS, busy_cpu as _busy_cpu, read_lines as _read, replace_section, table  # noqa: E402
+
 SLOWDOWNS = (2, 5)
 # Extra (B, h, T, T) float32 tensors the memory-hungry variants keep alive: the reference's multi_head_self_attention
 # holds at most 3 at once (scores, weights before and after masking), so 1 stays within 2x its peak and 8 goes far beyond.
@@ -89,13 +96,6 @@ def _driver() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else "unknown"
-
-
-def _read(path: str) -> list[str]:
-    try:
-        return Path(path).read_text().splitlines()
-    except OSError:
-        return []
 
 
 # ---------------------------------------------------------------- grading
@@ -147,12 +147,6 @@ def full_grades(rubric: Rubric, tier: Tier, runs: int) -> list[dict]:
                     "timing": sum(r.seconds for r in run.results if r.case.check in TIMING),
                     "score": sum(r.score for r in run.results), "max": sum(r.max_score for r in run.results)})
     return out
-
-
-def _busy_cpu() -> float:
-    """Core-seconds the whole machine has spent busy since boot (/proc/stat: all but idle and iowait)."""
-    ticks = [int(x) for x in _read("/proc/stat")[0].split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _own_cpu() -> float:
@@ -401,174 +395,6 @@ def against_builtins(rubric: Rubric, pairs: int, devices: tuple[str, ...]) -> li
 
 
 # ---------------------------------------------------------------- BENCHMARKS.md
-
-
-# ---------------------------------------------------------------- a class
-
-
-def make_class(rubric: Rubric, folder: Path, size: int) -> Path:
-    """`size` submissions built from solutions/: a quarter correct, half with one known mistake each (the
-    catalogue, in turn), a quarter broken (a syntax error in every file)."""
-    mistakes = load_mistakes(rubric)
-    folder.mkdir(parents=True)
-    for i in range(size):
-        kind = ("correct", "mistake", "mistake", "broken")[i % 4]
-        dest = folder / f"s{i:03d}-{kind}"
-        if kind == "mistake":
-            m = mistakes[(i // 2) % len(mistakes)]
-            write_variant(SOLUTIONS, rubric.component(m.component).file, m.old, m.new, dest)
-        else:
-            shutil.copytree(SOLUTIONS, dest)
-            if kind == "broken":
-                for f in dest.glob("*.py"):
-                    f.write_text("def broken(:\n" + f.read_text())
-    return folder
-
-
-GPU_CLASS = 8  # submissions of the batch graded on a GPU machine by both backends (section 6)
-
-
-def class_runs(rubric: Rubric, size: int, jobs: int | None, scratch: Path, loop: bool = True) -> dict:
-    """The same class graded one submission after another with `autograder grade` (with `loop`), then with
-    `grade-all` on the local backend, `grade-all` again (all finished: a resume with nothing to do), and with
-    `grade-all --backend ray` (an embedded Ray, where the extra is installed); wall seconds of each, whether the two
-    backends' grades.csv agree (where not, whether beyond timing points), and the timing verdicts of the correct
-    submissions inside each batch. `jobs`: each batch's --jobs (None: the backend's default, every usable core)."""
-    folder = make_class(rubric, scratch / "class", size)  # makes scratch too
-    secret = scratch / "secret.txt"
-    secret.write_text("bench-class\n")
-    cli = [sys.executable, "-m", "autograder"]
-    result = {"size": size, "jobs": jobs, "seconds": {}, "timing": {}, "statuses": {}}
-    if loop:
-        started, busy = time.monotonic(), _busy_cpu()
-        for sub in sorted(folder.iterdir()):
-            subprocess.run([*cli, "grade", str(sub), "--secret-file", str(secret), "-q", "--results", str(scratch / "one.json")],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        result["one_by_one"] = time.monotonic() - started
-        result["busy"] = {"loop": _busy_cpu() - busy}
-    rows = {}
-    for backend in ("local", "again", "ray"):
-        if backend == "ray" and importlib.util.find_spec("ray") is None:
-            result["ray_missing"] = True
-            break
-        out = scratch / ("ray" if backend == "ray" else "local")
-        command = [*cli, "grade-all", str(folder), "--out", str(out), "--secret-file", str(secret), "-q",
-                   "--backend", "ray" if backend == "ray" else "local", *(["--jobs", str(jobs)] if jobs else [])]
-        started, busy = time.monotonic(), _busy_cpu()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        result["seconds"][backend] = time.monotonic() - started
-        if backend == "local":  # how busy it kept the machine, and how long its timing cases ran alone (bound())
-            result.setdefault("busy", {})["local"] = _busy_cpu() - busy
-            result["alone"] = timing_seconds(out)
-        if backend != "again":
-            graded = read_csv(out / "grades.csv")
-            rows[backend] = {row["submission_id"]: {"status": row["status"], "score": row["score"],
-                                                    "untimed": untimed_points(out, row["submission_id"])} for row in graded}
-            result["statuses"][backend] = dict(Counter(row["status"] for row in graded))
-            result["timing"][backend] = correct_timing(folder, out)
-    if "ray" in rows:
-        # Timing points follow a ratio measured anew in each batch; everything else must be the same.
-        local, ray = rows["local"], rows["ray"]
-        for key, fields in (("differ_score", ("status", "score")), ("differ_untimed", ("status", "untimed"))):
-            result[key] = sorted(sid for sid in ray if any(ray[sid][f] != local[sid][f] for f in fields))
-        result["same_csv"] = not result["differ_score"]
-    return result
-
-
-def untimed_points(out: Path, sid: str) -> list:
-    """The points of each case of a batch's submission but its timing cases."""
-    tests = json.loads((out / "results" / sid / "results.json").read_text()).get("tests", [])
-    return [(t.get("number"), t["score"]) for t in tests if "timing" not in t.get("tags", [])]
-
-
-def timing_seconds(out: Path) -> float:
-    """Seconds a batch's timing cases ran, each alone on the machine, over all its submissions."""
-    return sum(t["extra_data"].get("seconds", 0.0) for f in (out / "results").glob("*/results.json")
-               for t in json.loads(f.read_text()).get("tests", []) if "timing" in t.get("tags", []))
-
-
-def correct_timing(folder: Path, out: Path) -> list[dict]:
-    """The timing verdicts of a batch's correct submissions: each case's device, ratio and whether it kept full marks."""
-    verdicts = []
-    for sub in sorted(folder.iterdir()):
-        if sub.name.endswith("-correct"):
-            tests = json.loads((out / "results" / sub.name / "results.json").read_text())["tests"]
-            verdicts += [{"device": t["extra_data"].get("device"), "ratio": t["extra_data"].get("ratio"),
-                          "full": t["score"] == t["max_score"]} for t in tests if "timing" in t["tags"]]
-    return verdicts
-
-
-def section_class(result: dict | None) -> str:
-    if not result:
-        return "## 5. A class in one command\n\nNot measured in this run (`--class-size 0`)."
-    jobs = f" --jobs {result['jobs']}" if result["jobs"] else ""
-    return "\n\n".join([
-        "## 5. A class in one command",
-        f"{result['size']} submissions built from `solutions/` (a quarter correct, half with one known mistake of the "
-        "catalogue each, a quarter with a syntax error in every file), graded one after another with `autograder grade` "
-        f"(a process each, as a shell loop would), then with `autograder grade-all{jobs}`, then `grade-all` again on the "
-        f"finished batch, then with `grade-all{jobs} --backend ray` on an embedded Ray (its start included).",
-        *class_parts(result),
-    ])
-
-
-def class_parts(result: dict) -> list[str]:
-    """The table and reading of a class graded by class_runs."""
-    seconds, jobs = result["seconds"], f" --jobs {result['jobs']}" if result["jobs"] else ""
-    rows = [["one after another (`grade` in a loop)", f"{result['one_by_one']:.0f}"]] if "one_by_one" in result else []
-    rows += [[f"`grade-all{jobs}` (local backend)", f"{seconds['local']:.0f}"],
-             ["`grade-all` again (nothing left to grade)", f"{seconds['again']:.1f}"]]
-    rows += [[f"`grade-all{jobs} --backend ray` (an embedded Ray)", f"{seconds['ray']:.0f}"]] if "ray" in seconds else []
-
-    def kept(backend: str) -> str:
-        verdicts = result["timing"][backend]
-        devices = "/".join(sorted({str(v["device"]) for v in verdicts})) or "no device"
-        ratios = [v["ratio"] for v in verdicts if v["ratio"] is not None]
-        spread = f", ratios {min(ratios):.2f}-{max(ratios):.2f}" if ratios else ""
-        return f"{sum(v['full'] for v in verdicts)} of {len(verdicts)} timing cases (on {devices}{spread})"
-
-    reading = [f"Reading: the local batch took {seconds['local'] / result['one_by_one']:.2f} of the time of the loop"
-               if "one_by_one" in result else "Reading: no loop in this run",
-               f"statuses {', '.join(f'{n} {s}' for s, n in sorted(result['statuses']['local'].items()))}",
-               f"the correct submissions kept full timing marks in {kept('local')} inside the local batch"]
-    if "ray" in seconds:
-        reading.append(f"in {kept('ray')} through Ray, which took {seconds['ray'] / seconds['local']:.2f} of the local "
-                       f"batch's time; {agreement(result)}")
-    else:
-        reading.append("Ray was not measured: the `ray` extra is not installed")
-    return [table(["", "seconds"], rows), "; ".join(reading) + "."] + ([bound(result)] if "alone" in result else [])
-
-
-def bound(result: dict) -> str:
-    """How fast any schedule could grade the local batch's work with each timing case alone on the machine: the
-    timing cases' seconds (one core busy, the others waiting) plus the rest of its busy core-seconds over every core."""
-    cores, alone, busy = len(os.sched_getaffinity(0)), result["alone"], result["busy"]["local"]
-    floor = alone + max(0.0, busy - alone) / cores
-    text = (f"Where the time goes: the local batch kept the machine busy {busy:.0f} core-seconds, {alone:.0f} of them in "
-            f"timing cases, which run alone while the other cores wait. Any schedule that keeps timing cases alone needs "
-            f"at least {alone:.0f} + ({busy:.0f} - {alone:.0f}) / {cores} = {floor:.0f} s for this work")
-    if "one_by_one" not in result:
-        return text + f"; the batch took {result['seconds']['local'] / floor:.2f}x that."
-    return (text + f", {floor / result['one_by_one']:.2f} of the loop's time, and the batch took "
-            f"{result['seconds']['local'] / floor:.2f}x that. The loop kept the machine busy {result['busy']['loop']:.0f} "
-            f"core-seconds: each `grade` already grades on {min(cores, LANES)} lanes, so what the batch saves is the work "
-            "each `grade` repeats (its start, its reference's worker) and the cores a lone `grade` leaves idle.")
-
-
-def agreement(result: dict) -> str:
-    """Whether the two backends' gradebooks agree, and where they differ, whether only in timing points."""
-    if result["same_csv"]:
-        return "the two grades.csv agree (status and score of every row)"
-    beyond = result.get("differ_untimed", [])
-    if beyond:
-        return f"the two grades.csv DIFFER beyond timing points, in {', '.join(beyond)}"
-    return (f"the two grades.csv differ in the score of {len(result['differ_score'])} rows, only in timing points (a ratio "
-            "measured anew in each batch): every status and every other case's points agree")
-
-
-def table(header: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
 def section_machine(rows, command: str, started: datetime.datetime, seconds: float) -> str:
@@ -929,6 +755,20 @@ def memory_parts(results: list[tuple[int, Measured]], policy: Policy) -> list[st
             "with feedback naming the peak memory. The others kept what their time earned."]
 
 
+# ---------------------------------------------------------------- the class report
+
+
+def report_section(rubric: Rubric, size: int, root: Path | None, command: str, started: datetime.datetime, log) -> str:
+    """Section 7 measured now (benchmarks/class_report.py), saying by what command, when and on which commit: it may
+    be rewritten alone (--only-report), after the rest of the file."""
+    log(f"the class report at {size} submissions")
+    clock = time.monotonic()
+    figures = class_report.run(size, root, log, rubric)
+    measured = (f"Measured by `{command}` on {started.strftime('%Y-%m-%d %H:%M %Z').strip()}, commit {_commit()}, in "
+                f"{(time.monotonic() - clock) / 60:.1f} min.")
+    return class_report.section(figures, measured)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -947,11 +787,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gpu-json", type=Path, default=GPU_JSON, help="section 6's figures: written by --gpu-only, "
                         "rendered by every run (default benchmarks/gpu.json)")
     parser.add_argument("--refresh-gpu-section", action="store_true", help="measure nothing: write section 6 of --out "
-                        "again from --gpu-json, keeping sections 1 to 5")
+                        "again from --gpu-json, keeping the others")
+    parser.add_argument("--report-size", type=int, default=class_report.SIZE, help="submissions in the class whose report "
+                        f"section 7 measures (default {class_report.SIZE}; 0: leave it out)")
+    parser.add_argument("--report-dir", type=Path, help="build section 7's class here, and keep it (default: a temporary "
+                        "folder)")
+    parser.add_argument("--only-report", action="store_true", help="measure section 7 only, and rewrite it in --out in "
+                        "place, keeping the other sections")
     parser.add_argument("--probe", action="store_true", help="say whether the workers see the GPU, and stop (status 3 "
                         "when they do not)")
     args = parser.parse_args(argv)
-    benchmarks_md = ROOT / "BENCHMARKS.md"
+    benchmarks_md = BENCHMARKS_MD
     if args.gpu_only and (args.out is None or args.out.resolve() == benchmarks_md):
         parser.error("--gpu-only writes section 6 alone: give it an --out other than BENCHMARKS.md, whose other sections it would lose")
     out = args.out or benchmarks_md
@@ -962,13 +808,19 @@ def main(argv: list[str] | None = None) -> None:
     rubric = load_rubric(ROOT / "grading.yaml")
     timing_rubric = restricted(rubric, lambda c: c.check in TIMING)
     if args.refresh_gpu_section:
-        kept = out.read_text().split("\n" + GPU_SECTION)[0].rstrip("\n")
-        out.write_text(f"{kept}\n\n{section_gpu(load_gpu(args.gpu_json))}\n")
+        out.write_text(replace_section(out.read_text(), GPU_SECTION, section_gpu(load_gpu(args.gpu_json)), before=class_report.SECTION))
         return
-    tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
 
     def log(what: str) -> None:
         print(f"[{time.monotonic() - clock:4.0f} s] {what}", flush=True)
+
+    if args.only_report:
+        report = report_section(rubric, args.report_size or class_report.SIZE, args.report_dir, command, started, log)
+        text = out.read_text() if out.exists() else "# Benchmarks\n"
+        out.write_text(replace_section(text, class_report.SECTION, report))
+        log(f"wrote section 7 of {out}")
+        return
+    tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
 
     if args.probe or args.gpu_only:
         log(f"isolation tier: {tier.name}; do the workers see the GPU?")
@@ -1006,11 +858,13 @@ def main(argv: list[str] | None = None) -> None:
         log(f"a class of {args.class_size}")
         with tempfile.TemporaryDirectory() as scratch:
             klass = class_runs(rubric, args.class_size, len(os.sched_getaffinity(0)), Path(scratch))
+    report = (report_section(rubric, args.report_size, args.report_dir, command, started, log) if args.report_size
+              else class_report.section(None))
 
     text = "\n\n".join([section_machine(machine(tier), command, started, time.monotonic() - clock),
                         section_wall(grades, startup, overhead), section_stability(per_case, rubric.timing),
                         section_variants(variants, rubric.timing), section_builtins(against, args.pairs),
-                        section_class(klass), section_gpu(load_gpu(args.gpu_json))])
+                        section_class(klass), section_gpu(load_gpu(args.gpu_json)), report])
     out.write_text(text + "\n")
     log(f"wrote {out}")
 

@@ -268,7 +268,7 @@ def test_the_report_escapes_every_student_text_and_shows_the_original(tmp_path):
 def test_student_text_cannot_add_a_mistake_to_the_class_report():
     """The report's Mistakes table counts only the grader's words: the defence is that a hint is read from a wrong
     answer's message before "Your code printed:", so a printed or raised "Likely mistake: ..." adds no row."""
-    from autograder.batch.report import _mistakes
+    from autograder.batch.report.figures import mistakes
 
     def test(kind: str, output: str) -> dict:
         return {"number": "1.1", "status": "failed", "tags": ["ngram"], "output": output, "extra_data": {"outcome": kind}}
@@ -276,6 +276,6 @@ def test_student_text_cannot_add_a_mistake_to_the_class_report():
     results = {"1": {"tests": [test("wrong", "Wrong count. Likely mistake: the EOS token is missing.\nYour code printed:\n"
                                              "| Likely mistake: forged by printing.")]},
                "2": {"tests": [test("raised", "Your code raised ValueError: Likely mistake: forged by raising.")]}}
-    mistakes = _mistakes(RUBRIC, [{"submission_id": "1"}, {"submission_id": "2"}], results)
-    hints = {m["mistake"] for m in mistakes if m["source"] == "hint"}
+    found = mistakes(RUBRIC, [{"submission": "1", "status": "ok"}, {"submission": "2", "status": "ok"}], results)
+    hints = {m["mistake"] for m in found if m["source"] == "hint"}
     assert hints == {"the EOS token is missing"}
