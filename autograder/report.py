@@ -156,7 +156,7 @@ def failures_first(tests: list[dict]) -> list[dict]:
 
 def _uses(test: dict) -> list[str]:
     """The numbers of the failed cases whose parts `test` builds on (runner._causes_first)."""
-    return test["extra_data"].get("uses_failed", [])
+    return test.get("extra_data", {}).get("uses_failed", [])
 
 
 def cause(test: dict, failed: dict[str, dict]) -> str:

@@ -210,8 +210,9 @@ HOSTILE_ID = "<img src=x onerror=alert(1)>"
 CASE = "[ngram] </td><script>alert(1)</script>"
 MISTAKE = '<img src=x onerror="alert(1)">'
 CODE = "</pre><script>alert(1)</script>"
-PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr", "th", "td",
-             "img", "details", "summary", "ul", "li", "div", "pre"}
+PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "nav", "section", "h1", "h2", "h3", "h4", "p", "small", "b",
+             "table", "thead", "tbody", "tr", "th", "td", "img", "details", "summary", "div", "span", "i", "a", "pre", "mark",
+             "button", "label", "input", "script"}
 
 
 class Page(HTMLParser):
@@ -252,15 +253,22 @@ def hostile_batch(tmp_path: Path) -> Path:
 def test_the_report_escapes_every_student_text_and_shows_the_original(tmp_path):
     out = hostile_batch(tmp_path)
     data = build_report(out, RUBRIC)
-    assert data["cases"][0]["submissions"] == 3  # each id, read back from grades.csv, found its results
-    assert {(p["a"], p["b"]) for p in data["similarity"]["pairs"]} == {("\r-2+3", HOSTILE_ID), ("\r-2+3", "=1+1"), (HOSTILE_ID, "=1+1")}
-    page = Page((out / "report.html").read_text())
+    ngram = next(c for c in data["cases"] if c["component"] == "ngram")
+    assert ngram["cases"][0]["submissions"] == 3  # each id, read back from grades.csv, found its results
+    assert {frozenset((p["a"], p["b"])) for p in data["similarity"]["pairs"]} == \
+        {frozenset(pair) for pair in (("\r-2+3", HOSTILE_ID), ("\r-2+3", "=1+1"), (HOSTILE_ID, "=1+1"))}
+    html = (out / "report.html").read_text()
+    page = Page(html)
     assert {tag for tag, _ in page.tags} <= PAGE_TAGS
-    assert not [(tag, attrs) for tag, attrs in page.tags if tag == "script" or any(name.startswith("on") for name, _ in attrs)]
-    assert all(attrs == [("alt", ""), ("src", attrs[1][1])] and attrs[1][1].startswith("data:image/png;base64,")
-               for tag, attrs in page.tags if tag == "img")
+    assert not [(tag, attrs) for tag, attrs in page.tags if any(name.startswith("on") for name, _ in attrs)]
+    # The page's one script is the grader's own file, word for word: no student text is ever inside a script.
+    script = (ROOT / "autograder" / "batch" / "report" / "page.js").read_text()
+    assert [tag for tag, _ in page.tags].count("script") == 1 and f"<script>{script}</script>" in html
+    assert all(dict(attrs)["src"].startswith("data:image/png;base64,") for tag, attrs in page.tags if tag == "img")
+    links = [dict(attrs)["href"] for tag, attrs in page.tags if tag == "a"]
+    assert links and all(h.startswith(("#", "feedback/", "results/")) for h in links), links  # never javascript:, never elsewhere
     text = "".join(page.text)
-    for shown in (HOSTILE_ID, f"{HOSTILE_ID} and =1+1", CASE, MISTAKE, CODE):  # the originals, no quote added, as text
+    for shown in (HOSTILE_ID, CASE.removeprefix("[ngram] "), MISTAKE, CODE):  # the originals, no quote added, as text
         assert shown in text, shown
     assert "'=1+1" not in text
 
