@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 # The example holds two planted mistakes (examples/README.md); tests/test_hostile_grader_failures.py checks this score.
-DEMO_SCORE := 55 / 278
+DEMO_SCORE := 55 / 279
 demo: $(STAMP)
 	$(VENV)/bin/autograder grade examples/submission --results $(VENV)/demo-results.json
 	@echo "Expected: Total: $(DEMO_SCORE). examples/submission holds two planted mistakes (examples/README.md): ngram's perplexity forgets the EOS tokens, backprop's embedding gradient drops repeated ids."

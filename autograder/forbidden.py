@@ -118,7 +118,8 @@ def submission_files(submission_dir: Path, file: str) -> list[Path]:
 
 
 def scan_forbidden(path: Path, modules: list[str], calls: list[str]) -> list[str]:
-    """'line N: import of torch' / 'line N: use of torch.nn.LSTM' for each forbidden use in `path`."""
+    """'line N: import of torch' / 'line N: use of torch.nn.LSTM' / 'line N: mention of torch.nn.LayerNorm in
+    isinstance' for each forbidden name in `path` (_forbidden_uses)."""
     tree = _parse(path)
     return _lines(_forbidden_uses(tree, modules, calls) if tree else {})
 
@@ -173,24 +174,54 @@ def _imported_names(tree: ast.AST) -> set[str]:
 
 # ---- forbidden modules and calls ------------------------------------------------------------------
 
+MENTION = "mention of"  # a forbidden name that is not called there: it may have run without calling anything
+
+
 def _forbidden_uses(tree: ast.AST, modules: list[str], calls: list[str]) -> dict[int, str]:
+    """Per line, its strongest finding: "use of X" (called, or a base class: code no case reached, since the guard
+    fails what runs), "import of M" (a forbidden module), else "mention of X ..." (named only: an isinstance check, an
+    import of the name, a reference passed on), which may have run."""
     if not modules and not calls:
         return {}
     private = {alias: owner for owner, aliases in PRIVATE_NAMESPACES.items()
                if any(c.startswith(owner + ".") for c in calls) for alias in aliases}
     aliases = _import_aliases(tree)
-    found: dict[int, str] = {}
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    found: dict[int, tuple[int, str]] = {}
+
+    def add(line: int, rank: int, what: str) -> None:
+        if line not in found or rank < found[line][0]:
+            found[line] = (rank, what)
+
     for node in ast.walk(tree):
         for module in _imported_modules(node):
             if any(module == m or module.startswith(m + ".") for m in modules):
-                found.setdefault(node.lineno, f"import of {module}")
+                add(node.lineno, 1, f"import of {module}")
         for written in _written_names(node):
             full = _expand(written, aliases)
             use = (_forbidden_call(written, calls) or _forbidden_call(full, calls) or _same_kernel(full, calls)
                    or private.get(written.rsplit(".", 1)[-1]))
             if use:
-                found.setdefault(node.lineno, f"use of {use}")
-    return found
+                add(node.lineno, *_how(node, use, called, parents))
+        if isinstance(node, ast.Name) and id(node) in called and "." in _expand(node.id, aliases):  # `from torch.nn import LSTM`, then LSTM(...)
+            use = _forbidden_call(_expand(node.id, aliases), calls)
+            if use:
+                add(node.lineno, 0, f"use of {use}")
+    return {line: what for line, (_, what) in found.items()}
+
+
+def _how(node: ast.AST, use: str, called: set[int], parents: dict[int, ast.AST]) -> tuple[int, str]:
+    """How a line names a forbidden call, and its rank (0 strongest)."""
+    parent = parents.get(id(node))
+    if id(node) in called or (isinstance(parent, ast.ClassDef) and node in parent.bases):
+        return 0, f"use of {use}"
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return 2, f"{MENTION} {use} in an import"
+    if isinstance(parent, ast.Tuple):
+        parent = parents.get(id(parent))
+    check = getattr(getattr(parent, "func", None), "id", "")
+    return 2, f"{MENTION} {use}" + (f" in {check}" if check in ("isinstance", "issubclass") else "")
 
 
 def _import_aliases(tree: ast.AST) -> dict[str, str]:

@@ -8,7 +8,8 @@ within the case's rtol and atol of a float64 expected value, or within the
 bound of a low-precision case's error model (rounding.py); the element shown
 is the worst relative to what it is allowed. For cases that are not visible,
 messages never contain expected values or errors from which they could be
-recovered: only where and how much of the output is off.
+recovered: only where and how much of the output is off. When no hint of the case explains a difference,
+the general diagnostics of diagnose.py may (a ratio, a clamp, a shift, a transpose, items left out).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from . import diagnose
 from .outcome import Ended
 from .rounding import Rounded
 from .sandbox.host.proxy import Remote
@@ -23,7 +25,8 @@ from .sandbox.worker.wire import Handle
 
 Candidates = Mapping[str, Callable[[], object]]  # a likely mistake -> its wrong answer, computed only when asked
 LOW_PRECISION = ("float16", "bfloat16", "float32")
-LIKELY = "Likely mistake: "  # names the mistake whose wrong answer explains every element; summaries keep it whole
+LIKELY = diagnose.LIKELY
+Sizes = Mapping[str, int]  # a size of the case's inputs, named as a student knows it ("T - 1, the number of predicted positions") -> its value
 
 
 class CaseFailed(Ended):
@@ -85,17 +88,28 @@ class Tolerance:
 
     def matches(self, got: np.ndarray, candidate: np.ndarray) -> bool:
         """A likely mistake's answer, computed in the case's precision, explains every element of `got`."""
-        if self.rounded:  # both carry rounding; inf - inf is nan (no match) without a warning on the grader's stderr
-            with np.errstate(invalid="ignore"):
-                return bool(np.all((np.abs(got - candidate) <= 2 * self.atol) | (got == candidate) | (np.isnan(got) & np.isnan(candidate))))
-        return bool(np.allclose(got, candidate, rtol=max(self.rtol, 1e-6), atol=max(self.atol, 1e-9), equal_nan=True))
+        return bool(np.all(self.close(got, candidate)))
+
+    def close(self, got: np.ndarray, candidate: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """Elementwise `matches`; `scale`: how many times the expected value's size the candidate is (a low-precision
+        case's bound grows with it)."""
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is nan (no match) without a warning on the grader's stderr
+            if self.rounded:  # both carry rounding
+                near = np.abs(got - candidate) <= 2 * self.atol * scale
+            else:
+                near = np.abs(got - candidate) <= max(self.atol, 1e-9) + max(self.rtol, 1e-6) * np.abs(candidate)
+            near &= np.isfinite(candidate)  # |x - inf| <= rtol * inf holds for every finite x: infinity matches only itself
+            return near | (got == candidate) | (np.isnan(got) & np.isnan(candidate))
 
     def __str__(self) -> str:
         return f"allowed error {self.atol:.2g}, what float32 rounding can cost" if self.rounded else f"rtol {self.rtol:g}, atol {self.atol:g}"
 
 
-def expect_number(got, want, what: str, *, rtol: float, atol: float, visible: bool, hints: Candidates | None = None) -> None:
-    """`want`: a float, or a Rounded number of a low-precision case."""
+def expect_number(got, want, what: str, *, rtol: float, atol: float, visible: bool, hints: Candidates | None = None,
+                  dims: Sizes | None = None, nonfinite: str | None = None) -> None:
+    """`want`: a float, or a Rounded number of a low-precision case. `dims`: the case's sizes, for the general
+    diagnostics to name a ratio by; `nonfinite`: what makes this component's values NaN or Inf, said when the
+    answer is finite where the reference is not, or the reverse (None: nothing)."""
     value = as_number(got, what)
     tol = Tolerance(want, rtol, atol)
     exact = want.truth if tol.rounded else want
@@ -108,7 +122,10 @@ def expect_number(got, want, what: str, *, rtol: float, atol: float, visible: bo
         message = f"{what}: expected a {'finite' if np.isfinite(exact) else 'non-finite'} number, got {value:.10g}."
     else:
         message = f"{what}: the value differs from the reference ({tol})."
-    raise CaseFailed(message + _likely(value, hints, tol))
+    if np.isfinite(exact) != np.isfinite(value):
+        message += f" {nonfinite}" if nonfinite else ""
+        raise CaseFailed(message + (_likely(value, hints, tol) or diagnose.infinity_clamped(np.array([value]), np.array([exact]), tol)))
+    raise CaseFailed(message + (_likely(value, hints, tol) or diagnose.number(value, exact, tol, dims)))
 
 
 def _same_number(a: float, b: float, tol: Tolerance) -> bool:
@@ -120,9 +137,12 @@ def _same_number(a: float, b: float, tol: Tolerance) -> bool:
 
 
 def expect_array(got, want, what: str, *, rtol: float, atol: float, visible: bool, hints: Candidates | None = None,
-                 labels: list[str] | None = None) -> None:
+                 labels: list[str] | None = None, dims: Sizes | None = None, nonfinite: str | None = None) -> None:
     """`want` is a numpy array or a torch tensor, or a Rounded one; `got` must be the same kind. `labels`
-    name the entries of a 1-D array (the queries a check asked) in place of their indices."""
+    name the entries of a 1-D array (the queries a check asked) in place of their indices. `dims`: the case's
+    sizes, for the general diagnostics to name a ratio or an axis by; `nonfinite`: what makes this component's
+    values NaN or Inf, said where the NaN/Inf pattern differs (None: diagnose.OVERFLOW where the answer has NaN or
+    Inf and the reference is finite)."""
     tol = Tolerance(want, rtol, atol)
     exact = want.truth if tol.rounded else want
     dtype = want.dtype if tol.rounded else _dtype_name(exact)
@@ -133,15 +153,16 @@ def expect_array(got, want, what: str, *, rtol: float, atol: float, visible: boo
         raise CaseFailed(f"{what}: expected a {kind}, got {type_name(got)}.")
     want_shape, got_shape = tuple(exact.shape), tuple(got.shape)
     if got_shape != want_shape:
-        raise CaseFailed(f"{what}: expected shape {want_shape}, got {got_shape}." + _likely(got, hints, tol))
+        raise CaseFailed(f"{what}: expected shape {want_shape}, got {got_shape}."
+                         + (_likely(got, hints, tol) or diagnose.shape(got, exact, None if _exact_kind(exact) else tol, visible, dims)))
     if _dtype_name(got) != dtype:
         raise CaseFailed(f"{what}: expected dtype {dtype} (the dtype must follow the inputs), got {_dtype_name(got)}.")
     g, w = _numpy(got), _numpy(exact)
     where = (lambda idx: labels[int(idx[0])]) if labels is not None and g.ndim == 1 and len(labels) == len(g) else _index
-    if g.dtype.kind == "b" or w.dtype.kind in "iub":
-        _compare_exact(g, w, what, where, hints)
+    if g.dtype.kind == "b" or _exact_kind(w):
+        _compare_exact(g, w, what, where, hints, visible, dims)
         return
-    _compare_floats(g, w, what, tol, visible, hints, where)
+    _compare_floats(g, w, what, tol, visible, hints, where, dims, nonfinite)
 
 
 def expect_identical(got, original, what: str) -> None:
@@ -162,15 +183,20 @@ def _numpy(x) -> np.ndarray:
     return x.detach().cpu().numpy() if _is_tensor(x) else x
 
 
-def _compare_exact(g: np.ndarray, w: np.ndarray, what: str, where, hints: Candidates | None) -> None:
+def _exact_kind(x) -> bool:
+    """Integers and booleans are compared exactly."""
+    return _dtype_name(x).startswith(("int", "uint", "bool"))
+
+
+def _compare_exact(g: np.ndarray, w: np.ndarray, what: str, where, hints: Candidates | None, visible: bool, dims: Sizes | None) -> None:
     off = g != w
     if off.any():
         first = where(np.argwhere(off)[0])
         raise CaseFailed(f"{what}: {int(off.sum())} of {off.size} entries differ from the reference, the first at {first}."
-                         + _likely(g, hints, None))
+                         + (_likely(g, hints, None) or diagnose.values(g, w, None, dims) or diagnose.rows(g, w, visible)))
 
 
-def _compare_floats(g, w, what, tol: Tolerance, visible, hints, where) -> None:
+def _compare_floats(g, w, what, tol: Tolerance, visible, hints, where, dims: Sizes | None, cause: str | None) -> None:
     g64, w64 = g.astype(np.float64), w.astype(np.float64)
     bad_pattern = (np.isnan(g64) != np.isnan(w64)) | (np.isinf(g64) != np.isinf(w64))
     if bad_pattern.any():
@@ -178,8 +204,8 @@ def _compare_floats(g, w, what, tol: Tolerance, visible, hints, where) -> None:
         nonfinite = int((~np.isfinite(g64)).sum())
         raise CaseFailed(
             f"{what}: {nonfinite} entries are NaN or Inf where the reference has "
-            f"{int((~np.isfinite(w64)).sum())}; the first mismatch is at {first}. "
-            "Overflow in exp, or a 0 * inf, usually causes this." + _likely(g, hints, tol)
+            f"{int((~np.isfinite(w64)).sum())}; the first mismatch is at {first}." + diagnose.nonfinite(g64, w64, cause)
+            + (_likely(g, hints, tol) or diagnose.infinity_clamped(g64, w64, tol))
         )
     # The pattern matched, so where the reference is finite the answer is too;
     # where the reference is infinite only the sign can still be wrong.
@@ -198,7 +224,7 @@ def _compare_floats(g, w, what, tol: Tolerance, visible, hints, where) -> None:
                   f"(error {err[worst]:.3g}, allowed {allowed[worst]:.3g}); {share}")
     else:
         detail = f"{share}; the first is at {where(np.argwhere(off)[0])}"
-    raise CaseFailed(f"{what}: values differ from the reference: {detail}." + _likely(g, hints, tol))
+    raise CaseFailed(f"{what}: values differ from the reference: {detail}." + (_likely(g, hints, tol) or diagnose.values(g64, w64, tol, dims)))
 
 
 def _digits(expected: float, got: float) -> tuple[str, str]:
@@ -230,7 +256,7 @@ def expect_equal(got, want, what: str, *, visible: bool, hints: Candidates | Non
         detail = f"expected {_short(want)}, got {_short(got)}"
     else:
         detail = "the result differs from the reference"
-    raise CaseFailed(f"{what}: {detail}." + _likely(got, hints, None))
+    raise CaseFailed(f"{what}: {detail}." + (_likely(got, hints, None) or diagnose.items(got, want, visible, _short)))
 
 
 def _first_kept(value):

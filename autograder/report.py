@@ -31,6 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .cases import SUBJECTS, TIMING
+from .forbidden import MENTION
 from .judge import LIKELY
 from .outcome import GRADER_FAILED
 from .runner import CaseResult, GradeRun
@@ -201,11 +202,20 @@ def _failure_line(group: list[dict], cause: str, used_by: int) -> str:
 
 
 def review_notes(results: list[CaseResult]) -> list[str]:
-    """One note per component whose files name what it forbids in code no case reached (runner.py flags them)."""
+    """One note per component whose files name what it forbids, where no case reached a call of it (runner.py flags
+    them). A call or an import found there is in code no case ran (the guard fails whatever runs); a mention (an
+    isinstance check, an import of the name) may have run, calling nothing, and is said to be one."""
     flagged = {r.case.component: r.extra["review"] for r in results if "review" in r.extra}
-    return [f"Note on {component}: {review['file']} (with the files it imports) names what this component forbids, in code that "
-            f"no case graded here ran: {'; '.join(review['forbidden_names'])}. That costs no points; it is flagged for course "
-            "staff to review." for component, review in flagged.items()]
+    notes = []
+    for component, review in flagged.items():
+        named = review["forbidden_names"]
+        mentioned = sum(f": {MENTION} " in f for f in named)
+        how = ("names what this component forbids, in code that no case graded here ran" if not mentioned
+               else "mentions what this component forbids without calling it" if mentioned == len(named)
+               else "names what this component forbids, and no case graded here called it")
+        notes.append(f"Note on {component}: {review['file']} (with the files it imports) {how}: {'; '.join(named)}. That costs no "
+                     "points; it is flagged for course staff to review.")
+    return notes
 
 
 MAX_IGNORED_LISTED = 50  # a zip of thousands of files would bury the lines that matter; extra_data.files lists them all

@@ -537,10 +537,16 @@ class _Hung:
 HUNG_BUDGET = 30.0  # seconds: correct code never times out, so only code that hangs or crawls meets it
 
 
+# What a case built on failing parts may have suffered from them: a wrong answer, or an error, a crash or a hang that
+# the parts' own mistake can cause (a padding case lost, then a shape error in training); not a missing body.
+CONSEQUENCES = {"wrong": "the difference here", "raised": "this error", "crashed": "this crash", "timeout": "this time-out",
+                "bad_reply": "the unusable reply"}
+
+
 def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
     """A failed case built on parts that fail their own cases (a TransformerBlock on its FeedForward) names those
-    first: the difference may be theirs alone. Their numbers are kept too (extra `uses_failed`), for the summary
-    that lists them first (report.summary_lines)."""
+    first: the difference, or the error, may be theirs alone. Their numbers are kept too (extra `uses_failed`), for
+    the summary that lists them first (report.summary_lines)."""
     first_failure = {}
     for r in results:
         if not r.passed:
@@ -548,10 +554,11 @@ def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
     noted = []
     for r in results:
         causes = [first_failure[c] for c in BUILDS_ON.get(r.case.check, ()) if c in first_failure]
+        effect = CONSEQUENCES.get(r.outcome.kind)
         note = " ".join(f"This case uses your {SUBJECTS[c.check]}, which fails case {c.number}." for c in causes)
-        noted.append(r.with_outcome(message=f"{note} Fix that first: the difference here may come from it alone. {r.output}",
+        noted.append(r.with_outcome(message=f"{note} Fix that first: {effect} may come from it alone. {r.output}",
                                     extra={**r.extra, "uses_failed": [c.number for c in causes]})
-                     if causes and r.outcome.wrong else r)
+                     if causes and effect else r)
     return noted
 
 

@@ -35,12 +35,17 @@ class Trial:
         object, goes through here (a student bundle replays what it returned)."""
         return self._expected.expect(self.rng, compute)
 
-    def close(self, got, want, what: str, hints: Hints | None = None, labels: list[str] | None = None) -> None:
+    def close(self, got, want, what: str, hints: Hints | None = None, labels: list[str] | None = None,
+              dims: judge.Sizes | None = None, nonfinite: str | None = None) -> None:
         """Floats: numbers, arrays or tensors, within the case's rtol and atol, or within the error model's
         bound when `want` is a low-precision case's Rounded value (rounding.rounded). `hints` map a likely
         mistake to `lambda ref: <its wrong answer>`, offered when it explains every element of `got`. `labels`
-        name the entries of a 1-D array, for values a check gathered from several calls (see `numbers`)."""
-        tol = {"rtol": self.case.rtol, "atol": self.case.atol, "visible": self.visible, "hints": self._expected.hints(self.rng, hints)}
+        name the entries of a 1-D array, for values a check gathered from several calls (see `numbers`).
+        `dims` name the sizes of the inputs ({"B, the batch size": 4}), so that a wrong answer that is one of
+        them times the expected one is named; `nonfinite` says what makes this component's values NaN or Inf
+        (judge.expect_array)."""
+        tol = {"rtol": self.case.rtol, "atol": self.case.atol, "visible": self.visible, "hints": self._expected.hints(self.rng, hints),
+               "dims": dims, "nonfinite": nonfinite}
         if isinstance(want.truth if isinstance(want, Rounded) else want, (float, int)):
             judge.expect_number(got, want, what, **tol)
         else:

@@ -17,7 +17,12 @@ class LSTMExtra(TestCase):
     def test_forward_is_lstm_step_repeated(self):
         """lstm_forward equals lstm_step applied once per time step"""
         x, h, c, W_ih, W_hh, b = inputs(self.rng)
-        hs, (h_last, c_last) = self.student.lstm.lstm_forward(x, h, c, W_ih, W_hh, b)
+        got = self.student.lstm.lstm_forward(x, h, c, W_ih, W_hh, b)
+        # A wrong structure or shape is the student's mistake, said as such, not a crash of this test.
+        self.assertTrue(isinstance(got, tuple | list) and len(got) == 2 and len(got[1]) == 2,
+                        "lstm_forward must return (hs, (h_last, c_last))")
+        hs, (h_last, c_last) = got
+        self.assertEqual(tuple(hs.shape), (*x.shape[:2], h.shape[1]), "hs must be (B, T, H), batch first")
         for step in range(x.shape[1]):
             h, c = self.student.lstm.lstm_step(x[:, step], h, c, W_ih, W_hh, b)
             self.assertTrue(torch.allclose(hs[:, step], h, atol=1e-12), f"hs[:, {step}] differs from lstm_step's h at step {step}")
@@ -33,6 +38,6 @@ class LSTMExtra(TestCase):
             args = inputs(self.rng, T=T)
             want = self.expect(lambda ref: ref.lstm.lstm_forward(*args)[0])
             got = self.student.lstm.lstm_forward(*args)[0]
-            right += torch.allclose(got, want, rtol=1e-9, atol=1e-12)
+            right += got.shape == want.shape and torch.allclose(got, want, rtol=1e-9, atol=1e-12)
         set_score(2 * right / len(lengths))
         self.score_reason = f"{right} of {len(lengths)} sequence lengths match"

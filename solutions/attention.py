@@ -99,8 +99,12 @@ def dot_product_attention(
         score_j = query . keys_j          (no scaling),
     positions where mask is False are ignored (weight exactly 0), the weights
     are the softmax of the scores over the S positions, and the context is the
-    weighted sum of the values. A row whose positions are all masked gets all
-    weights 0 and a zero context.
+    weighted sum of the values.
+    A row whose positions are all masked (padding queries exist in a padded
+    batch) gets all weights 0 and a zero context, with no NaN in values or
+    gradients. Common masking code gets this wrong: masked_fill with -inf
+    then softmax gives NaN (0/0) for such a row, and a large negative
+    constant (-1e9) gives uniform weights, the average of the values.
     Returns (context, weights): context: (B, Dv), weights: (B, S), each
     unmasked row of weights summing to 1.
     """

@@ -117,7 +117,8 @@ def test_a_hint_that_cannot_be_computed_does_not_match():
     def broken():
         raise ValueError("shapes do not fit")
 
-    message = failure(expect_array, WRONG, WANT, "x", visible=True, hints={"never": broken}, **TOL)
+    unexplained = WANT + np.array([[0.1, 0.2], [0.3, 0.4]])  # WRONG, twice WANT, is named by the judge's ratio diagnostic
+    message = failure(expect_array, unexplained, WANT, "x", visible=True, hints={"never": broken}, **TOL)
     assert "Likely mistake" not in message
 
 

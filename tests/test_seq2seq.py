@@ -3,6 +3,7 @@ reference (its plausible bugs: tests/test_mistakes.py; correct code in other sty
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import SOLUTIONS
 
 from autograder.cases.seq2seq import sources, targets
@@ -44,3 +45,18 @@ def test_the_eos_bias_makes_examples_stop_where_the_oracle_says():
         assert [len(row) for row in got] == lengths and 8 in lengths and any(0 < n < 8 for n in lengths)
         assert ORACLES.greedy(model, src, 8, stop="batch") != got != ORACLES.greedy(model, src, 8, stop="never")
     assert found >= 5
+
+
+def test_the_loss_reductions_are_the_loops_they_name():
+    """oracles.seq2seq.loss's wrong reductions, each against the code a student writes for it."""
+    rng = np.random.default_rng(1)
+    model, src, tgt = random_model(rng), sources(rng, 5, 7, 9), targets(rng, 5, 6, 11)
+    with torch.no_grad():
+        logits = model(src, tgt[:, :-1])[0]
+    y = tgt[:, 1:]
+    steps = [F.cross_entropy(logits[:, t], y[:, t], ignore_index=0) for t in range(y.shape[1])]
+    nll = F.cross_entropy(logits.transpose(1, 2), y, ignore_index=0, reduction="none")
+    assert ORACLES.loss(logits, tgt, reduce="step_sum") == pytest.approx(sum(steps).item(), rel=1e-12)
+    assert ORACLES.loss(logits, tgt, reduce="step_mean") == pytest.approx(torch.stack(steps).mean().item(), rel=1e-12)
+    assert ORACLES.loss(logits, tgt, reduce="batch") == pytest.approx(nll.sum().item() / 5, rel=1e-12)
+    assert ORACLES.loss(logits, tgt, reduce="sentence_mean") == pytest.approx((nll.sum(1) / (y != 0).sum(1)).mean().item(), rel=1e-12)

@@ -49,3 +49,21 @@ def test_planted_embeddings_have_the_planted_answer_and_no_mistake_gives_it(quer
             wrong = {m: oracles.analogies(E, a, b, c, topn, mistake=m) for m in ("keep", "dot", "reversed")}
         assert answer == planted, (query, seed)
         assert all(w != planted for w in wrong.values()), (query, seed, wrong)
+
+
+def test_the_newer_mistake_oracles_compute_what_the_wrong_code_computes():
+    """The hints of issue 34 (pairs that compare words or wrap around, logs clamped at eps): each oracle gives what
+    the wrong code itself gives, so a hint names exactly that code."""
+    sentences = cases.SENTENCES
+    wrapped = [[s[i], s[j]] for s in sentences for i in range(len(s)) for j in range(i - 1, i + 2) if j != i and j < len(s)]
+    np.testing.assert_array_equal(oracles.pairs(sentences, 1, wrap=True), np.array(wrapped).reshape(-1, 2))
+    same = [[s[i], s[j]] for s in sentences for i in range(len(s)) for j in range(max(0, i - 2), min(len(s), i + 3)) if s[j] != s[i]]
+    np.testing.assert_array_equal(oracles.pairs(sentences, 2, same_word=True), np.array(same).reshape(-1, 2))
+    W, C, centers, contexts, negatives = args = cases.sgns_batch(np.random.default_rng(0), 8, 6, 4, 5, 1000.0)
+    w = W[centers]
+    pos, neg = np.sum(C[contexts] * w, axis=1), np.einsum("bkd,bd->bk", C[negatives], w)
+    with np.errstate(over="ignore"):
+        sigmoid = 1 / (1 + np.exp(-pos)), 1 / (1 + np.exp(-neg))
+        clipped = np.mean(-np.log(np.clip(sigmoid[0], 1e-10, 1)) - np.log(np.clip(1 - sigmoid[1], 1e-10, 1)).sum(axis=1))
+    assert oracles.clamped_loss(*args, eps=1e-10) == pytest.approx(clipped, rel=1e-9)
+    assert oracles.clamped_loss(*args, eps=1e-10) < ref.word2vec.sgns_loss(*args) / 10  # capped: the case tells them apart

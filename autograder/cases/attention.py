@@ -110,6 +110,11 @@ def causal_hints(x, Ws, num_heads: int) -> dict:
     return hints
 
 
+# What makes attention's values NaN or Inf, said by the judge in place of its generic sentence.
+NONFINITE = ("Attention gets NaN from a softmax over a row whose scores are all -inf (a query with every key masked: "
+             "0/0), and Inf where a score overflows.")
+
+
 # ---- calling the student ------------------------------------------------------------------------
 
 
@@ -156,7 +161,7 @@ def dot_product(t, batch: int = 4, src_len: int = 7, hidden: int = 5, d_v: int =
     got = call_leaving_inputs(t, t.student.attention.dot_product_attention, [q, k, v, mask], ("query", "keys", "values", "mask"), what)
     got = tensors(t, got, what, ("context", "weights"))
     for i, name in ((1, "weights"), (0, "context")):
-        t.close(got[i], want[i], f"{what}: {name}", hints=dot_product_hints(q, k, v, mask, i))
+        t.close(got[i], want[i], f"{what}: {name}", hints=dot_product_hints(q, k, v, mask, i), nonfinite=NONFINITE)
     if masked:
         masked_weights_are_zero(t, got[1], mask, f"{what}: weights")
 
@@ -181,17 +186,19 @@ def scaled(t, batch: int = 2, heads: int = 3, tq: int = 5, tk: int = 7, dk: int 
     shape = "no mask" if M is None else f"a mask of shape {tuple(M.shape)}"
     what = f"scaled_dot_product_attention with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and {shape}, {dtype}"
     got = call_leaving_inputs(t, t.student.attention.scaled_dot_product_attention, [Q, K, V, M], ("Q", "K", "V", "mask"), what)
-    t.close(got, want, what, hints=sdpa_hints(Q, K, V, M))
+    t.close(got, want, what, hints=sdpa_hints(Q, K, V, M), nonfinite=NONFINITE)
     check_gradients(t, t.student.attention.scaled_dot_product_attention,
                     lambda *a: t.expect(lambda ref: ref.attention.scaled_dot_product_attention(*a)),
                     [Q, K, V, M], grad_args=range(3), names=("Q", "K", "V"), outputs=("output",))
 
 
 EMPTY_ROW_MISTAKES = {  # feedback -> what attend() is told, for queries whose keys are all masked
-    "a query whose keys are all masked gets NaN (the softmax of a row of -inf): give such rows finite scores "
-    "before the softmax and zero their weights after it": {},
+    "a query whose keys are all masked gets NaN (0/0: the softmax of a row of -inf, or weights renormalised by a sum "
+    "of 0): give such rows finite scores before the softmax and zero their weights after it": {},
     "a query whose keys are all masked averages the values (uniform weights from a finite 'large negative' fill): "
     "its weights must all be 0 and its output the zero vector": {"finite": True},
+    "a query whose keys are all masked attends as if nothing were masked (a constant added to every masked score, "
+    "-10000 or -1e9, cancels in its softmax): its weights must all be 0 and its output the zero vector": {"additive": True},
 }
 
 
@@ -238,9 +245,9 @@ def fully_masked(t, fn: Literal["dot_product_attention", "scaled_dot_product_att
     if fn == "dot_product_attention":
         got = tensors(t, got, what, ("context", "weights"))
         for i, name in ((1, "weights"), (0, "context")):
-            t.close(got[i], want[i], f"{what}: {name}", hints=hints(i))
+            t.close(got[i], want[i], f"{what}: {name}", hints=hints(i), nonfinite=NONFINITE)
         return
-    t.close(got, want, what, hints=hints(0))
+    t.close(got, want, what, hints=hints(0), nonfinite=NONFINITE)
     floating = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
     check_gradients(t, student_fn, lambda *a: t.expect(lambda ref: getattr(ref.attention, fn)(*a)), args,
                     grad_args=floating, names=[names[i] for i in floating], outputs=("output",))
@@ -291,7 +298,9 @@ def self_attention(t, batch: int = 2, steps: int = 6, d: int = 12, num_heads: in
     what = f"multi_head_self_attention with x {tuple(x.shape)}, num_heads={num_heads}, causal={causal}, {dtype}"
     got = call_leaving_inputs(t, t.student.attention.multi_head_self_attention, args, ("x", "W_q", "W_k", "W_v", "W_o"), what)
     mask = torch.ones(steps, steps, dtype=torch.bool).tril() if causal else None
-    t.close(got, want, what, hints=(causal_hints(x, Ws, num_heads) if causal else {}) | mha_hints(x, x, Ws, num_heads, mask))
+    hints = causal_hints(x, Ws, num_heads) if causal else {  # the flag ignored: always causal
+        "a causal mask is applied although causal=False": lambda ref: ref.oracles.attention.mha(x, x, *Ws, num_heads, ref.oracles.attention.causal(steps, "tril"))}
+    t.close(got, want, what, hints=hints | mha_hints(x, x, Ws, num_heads, mask), nonfinite=NONFINITE)
     check_gradients(t, t.student.attention.multi_head_self_attention,
                     lambda *a: t.expect(lambda ref: ref.attention.multi_head_self_attention(*a)),
                     args, grad_args=range(5), names=("x", "W_q", "W_k", "W_v", "W_o"), outputs=("output",))
@@ -313,7 +322,7 @@ def cross_attention(t, batch: int = 3, tq: int = 4, tk: int = 7, d: int = 8, num
     hints = mha_hints(x, memory, Ws, num_heads, m) | {
         "queries come from memory and keys and values from x; it is the other way round":
             lambda ref: ref.oracles.attention.mha(memory, x, *Ws, num_heads, m)}
-    t.close(got, want, what, hints=hints)
+    t.close(got, want, what, hints=hints, nonfinite=NONFINITE)
     check_gradients(t, t.student.attention.multi_head_cross_attention,
                     lambda *a: t.expect(lambda ref: ref.attention.multi_head_cross_attention(*a)),
                     args, grad_args=range(6), names=names[:6], outputs=("output",))

@@ -13,10 +13,16 @@ import numpy as np
 from ..judge import type_name
 from ..rounding import exact, rounded
 from . import check
+from .common import with_layout
 
 FILE = "backprop.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
 PARAM_KEYS = ("E", "W", "b", "U", "c")
+# What makes softmax and the loss NaN or Inf, said in place of the judge's default (overflow alone).
+EXP = ("A large logit overflows exp to inf (and inf / inf is NaN), and a row whose exps all underflow to 0 gives "
+       "0 / 0 = NaN or log(0) = -inf: subtract each row's max first, and take log-probabilities as z - logsumexp(z).")
+LAYOUT = ("W is in PyTorch's layout (d_out, d_in) = (H, D): out = x @ W.T + b, dx = dout @ W, dW = dout.T @ x. Formulas "
+          "for a (D, H) weight (cs231n's layout: x @ W, dx = dout @ W.T, dW = x.T @ dout) fit only square shapes.")
 
 
 # ---- inputs ------------------------------------------------------------------
@@ -71,12 +77,19 @@ def _parts(t, got, count: int, what: str) -> tuple:
     return tuple(got)
 
 
+def sizes(batch: int, vocab: int) -> dict:
+    """The sizes a loss is averaged over, named for the general diagnostics (a ratio of one of them is a wrong mean)."""
+    return {"N, the batch size": batch, "V, the vocabulary size": vocab}
+
+
 def _check_softmax(t, z: np.ndarray) -> None:
     want = t.expect(lambda ref: rounded(ref.backprop.softmax, z))
-    t.close(t.student.backprop.softmax(z), want, f"softmax(z) for z of shape {z.shape} and dtype {z.dtype}", hints={
+    t.close(t.student.backprop.softmax(z), want, f"softmax(z) for z of shape {z.shape} and dtype {z.dtype}", nonfinite=EXP, hints={
         "softmax taken along axis 0 instead of the last axis": lambda ref: ref.oracles.backprop.softmax_along(z, "first"),
         "normalised over the whole array instead of along the last axis": lambda ref: ref.oracles.backprop.softmax_along(z, "all"),
         "the max is not subtracted before exp, so exp overflows or underflows": lambda ref: ref.oracles.backprop.naive_softmax(z),
+        "the max of the whole array is subtracted (np.max(z)), not each row's: a row far below it underflows to 0 / 0 = NaN; "
+        "subtract z.max(axis=-1, keepdims=True)": lambda ref: ref.oracles.backprop.global_max_softmax(z),
     })
 
 
@@ -85,7 +98,8 @@ def _check_cross_entropy_backward(t, logits: np.ndarray, targets: np.ndarray) ->
     want = t.expect(lambda ref: rounded(ref.oracles.backprop.cross_entropy_grad, logits, targets))
     got = t.student.backprop.cross_entropy_backward(logits, targets)
     wrong = lambda **mistake: lambda ref: ref.oracles.backprop.cross_entropy_backward(logits, targets, **mistake)  # noqa: E731
-    t.close(got, want, f"cross_entropy_backward(logits, targets) for logits of shape {logits.shape} and dtype {logits.dtype}", hints={
+    t.close(got, want, f"cross_entropy_backward(logits, targets) for logits of shape {logits.shape} and dtype {logits.dtype}",
+            dims=sizes(*logits.shape), nonfinite=EXP, hints={
         "not divided by N: the gradient of the summed loss, not the mean": lambda ref: exact(want) * n,
         "the one-hot of the targets is not subtracted from the softmax": wrong(one_hot=False),
         "the sign is flipped (one-hot minus softmax instead of softmax minus one-hot)": lambda ref: -exact(want),
@@ -97,7 +111,7 @@ def _check_cross_entropy_backward(t, logits: np.ndarray, targets: np.ndarray) ->
 def _check_linear_backward(t, dout: np.ndarray, x: np.ndarray, W: np.ndarray, b: np.ndarray) -> None:
     dx, dW, db = t.expect(lambda ref: rounded(ref.oracles.backprop.linear_grads, dout, x, W, b))
     what = f"linear_backward(dout, x, W) with dout {dout.shape}, x {x.shape}, W {W.shape} ({x.dtype})"
-    got = _parts(t, t.student.backprop.linear_backward(dout, x, W), 3, what)
+    got = _parts(t, with_layout(t, lambda: t.student.backprop.linear_backward(dout, x, W), what, LAYOUT), 3, what)
     t.close(got[0], dx, f"dx of {what}", hints={
         "dx is transposed: W.T @ dout.T has shape (D, N), dx has the shape of x": lambda ref: exact(dx).T,
     })
@@ -110,6 +124,8 @@ def _check_linear_backward(t, dout: np.ndarray, x: np.ndarray, W: np.ndarray, b:
         "db is not summed over the batch (b is broadcast over the batch, so its gradient sums over it)":
             lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="none"),
         "db is summed over the wrong axis (axis 1 instead of the batch axis 0)": lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="axis1"),
+        "db keeps a batch axis of size 1 (keepdims=True, or ones((1, N)) @ dout): b has shape (H,), and so has db":
+            lambda ref: exact(db)[None],
     })
 
 
@@ -136,6 +152,8 @@ def _forward(t, contexts: np.ndarray, params: dict) -> tuple:
         "the embeddings are interleaved (stacked on a last axis, then flattened) instead of concatenated position by position":
             wrong(concat="interleaved"),
         "tanh is missing from the hidden layer": wrong(concat="plain", activation=False),
+        "the embeddings of the context positions are stacked along axis 0 (np.concatenate's default) and reshaped, which mixes "
+        "examples: concatenate E[contexts[:, j]] along axis 1, position by position": wrong(concat="stacked"),
     })
     return logits, cache
 
@@ -174,10 +192,15 @@ def _check_ffnn_backward(t, contexts: np.ndarray, params: dict, dlogits: np.ndar
     hints = _embedding_hints(contexts, de, params["E"].shape[0]) | {
         "W": {"dW is transposed: it must have the shape of W": lambda ref: exact(want["W"]).T},
         "U": {"dU is transposed: it must have the shape of U": lambda ref: exact(want["U"]).T},
-        "b": {"db is the mean over the batch instead of the sum": lambda ref: exact(want["b"]) / n},
-        "c": {"dc is the mean over the batch instead of the sum": lambda ref: exact(want["c"]) / n},
+        "b": {"db is the mean over the batch instead of the sum": lambda ref: exact(want["b"]) / n, **_kept_batch_axis(want, "b")},
+        "c": {"dc is the mean over the batch instead of the sum": lambda ref: exact(want["c"]) / n, **_kept_batch_axis(want, "c")},
     }
     _check_grads(t, got, want, f"ffnn_lm_backward(dlogits, cache) with contexts {contexts.shape}", hints)
+
+
+def _kept_batch_axis(want: dict, key: str) -> dict:
+    return {f"d{key} keeps a batch axis of size 1 (keepdims=True in linear_backward?): it has the shape of {key}":
+            lambda ref: exact(want[key])[None]}
 
 
 def _check_loss_and_grads(t, contexts: np.ndarray, targets: np.ndarray, params: dict) -> None:
@@ -185,12 +208,27 @@ def _check_loss_and_grads(t, contexts: np.ndarray, targets: np.ndarray, params: 
     what = f"ffnn_lm_loss_and_grads(contexts, targets, params) with contexts {contexts.shape} and dtype {dtype}"
     loss, grads = _parts(t, t.student.backprop.ffnn_lm_loss_and_grads(contexts, targets, params), 2, what + " (loss, grads)")
     want_loss, want, de = t.expect(lambda ref: rounded(lambda p: ref.oracles.backprop.ffnn_loss_and_grads(contexts, targets, p), params))
-    t.close(loss, want_loss, f"the loss of {what}", hints={
+    t.close(loss, want_loss, f"the loss of {what}", dims=sizes(n, params["E"].shape[0]), hints={
         "the loss is summed over the batch instead of averaged": lambda ref: exact(want_loss) * n,
     })
     summed = {k: {"the gradients are those of the summed loss (not divided by N)": lambda ref, k=k: exact(want[k]) * n} for k in PARAM_KEYS}
     summed["E"] |= _embedding_hints(contexts, de, params["E"].shape[0])["E"]
+    for k in ("b", "c"):
+        summed[k] |= _kept_batch_axis(want, k)
     _check_grads(t, grads, want, f"the grads of {what}", summed)
+
+
+def _clamped_log_hints(logits: np.ndarray, targets: np.ndarray) -> dict:
+    """-log p with an epsilon, for the epsilons code uses: log(p + eps), or log(max(p, eps)) (np.clip's lower end). Where
+    p underflows to 0 for large logits each term stops at -log(eps), far below the exact loss."""
+    hints = {}
+    for exponent in range(4, 21):
+        e = f"1e-{exponent}"
+        for form, code in (("add", f"log(p + {e}), or a clip of p at {e},"), ("max", f"a clip of p at {e} (log(max(p, {e})))")):
+            hints[f"an epsilon in the log, {code} caps each -log p at {exponent * math.log(10):.4g}, far below the exact loss "
+                  "where p underflows to 0: compute log p = z - logsumexp(z), which needs no epsilon"] = (
+                lambda ref, eps=10.0**-exponent, form=form: ref.oracles.backprop.clamped_loss(logits, targets, eps, form))
+    return hints
 
 
 # ---- checks ---------------------------------------------------------------------
@@ -209,14 +247,17 @@ def cross_entropy(t, batch: int = 6, vocab: int = 7, dtype: str = "float64", sca
     want = t.expect(lambda ref: rounded(ref.backprop.cross_entropy, logits, targets))
     what = f"cross_entropy(logits, targets) for logits of shape {logits.shape} and dtype {logits.dtype}" + (
         f" with |logits| up to ~{scale:g}" if scale > 1 else "")
-    t.close(t.student.backprop.cross_entropy(logits, targets), want, what, hints={
+    t.close(t.student.backprop.cross_entropy(logits, targets), want, what, dims=sizes(batch, vocab), nonfinite=EXP, hints={
         "the sum over the batch instead of the mean": lambda ref: exact(want) * batch,
         "log base 2 instead of the natural log": lambda ref: exact(want) / math.log(2),
         "log base 10 instead of the natural log": lambda ref: exact(want) / math.log(10),
         "the minus sign is missing (log-likelihood instead of negative log-likelihood)": lambda ref: -exact(want),
+        **_clamped_log_hints(logits, targets),
         "log(softmax(z)) underflows to log(0) = -inf: use z - logsumexp(z)": lambda ref: ref.oracles.backprop.log_softmax_loss(logits, targets),
         "the max is not subtracted inside the log-sum-exp, so exp overflows or underflows":
             lambda ref: ref.oracles.backprop.naive_loss(logits, targets),
+        "averaged over all N * V entries (the mean of one-hot times log-probabilities), which is V times too small: "
+        "the mean is over the N examples only": lambda ref: exact(want) / vocab,
     })
 
 
@@ -231,7 +272,8 @@ def linear(t, batch: int = 5, d_in: int = 3, d_out: int = 4, dtype: str = "float
     """Non-square shapes: a missing or extra transpose shows as a wrong shape."""
     x, W, b, dout = (t.rng.normal(size=s).astype(dtype) for s in [(batch, d_in), (d_out, d_in), (d_out,), (batch, d_out)])
     want = t.expect(lambda ref: rounded(ref.backprop.linear_forward, x, W, b))
-    t.close(t.student.backprop.linear_forward(x, W, b), want, f"linear_forward(x, W, b) with x {x.shape}, W {W.shape}, b {b.shape}", hints={
+    what = f"linear_forward(x, W, b) with x {x.shape}, W {W.shape}, b {b.shape}"
+    t.close(with_layout(t, lambda: t.student.backprop.linear_forward(x, W, b), what, LAYOUT), want, what, hints={
         "the bias is missing": lambda ref: ref.backprop.linear_forward(x, W, np.zeros_like(b)),
     })
     _check_linear_backward(t, dout, x, W, b)

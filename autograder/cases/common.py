@@ -6,6 +6,9 @@ from collections import Counter
 import numpy as np
 import torch
 
+from ..judge import LIKELY
+from ..sandbox.host.process import StudentRaised
+
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -51,3 +54,18 @@ def chi_square_p_value(transitions: Counter, probs: dict) -> float:
         return 1.0
     # The chi-square survival function is the regularised upper incomplete gamma function Q(dof/2, statistic/2).
     return float(torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(statistic / 2, dtype=torch.float64)))
+
+
+# What numpy and torch say when the two sides of a matrix product do not fit.
+MATMUL_MISFITS = ("shapes cannot be multiplied", "mismatch in its core dimension", "not aligned")
+
+
+def with_layout(t, call, what: str, layout: str):
+    """`call()`, the student's function; where it raises for a matrix product whose sides do not fit, the message
+    says first how the weights are laid out (`layout`), the usual cause: a formula written for the other layout."""
+    try:
+        return call()
+    except StudentRaised as exc:
+        if any(misfit in exc.message for misfit in MATMUL_MISFITS):
+            t.fail(f"{what}: {exc.describe()}\n{LIKELY}{layout}")
+        raise

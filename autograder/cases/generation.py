@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from ..diagnose import sample_shows
 from ..gradients import fill_parameters, load_reference_weights
 from ..judge import LIKELY
 from ..sandbox.host.process import StudentRaised
@@ -71,6 +72,14 @@ def generated(t, got, prompt: torch.Tensor, max_new_tokens: int, vocab: int, con
 # ---- greedy ---------------------------------------------------------------------------------------------
 
 
+def divided_by_zero(t, what: str, exc: StudentRaised) -> None:
+    """A failure that says why, when generate(..., temperature=0) raised because it divided by the temperature."""
+    if exc.type_name == "ZeroDivisionError" or "probability tensor contains" in exc.message:
+        t.fail(f"{what}: {exc.describe()}\n{LIKELY}temperature 0 is not a temperature to divide by: logits / 0 are "
+               "inf and NaN, which torch.multinomial refuses. temperature == 0 means greedy decoding: check it first and "
+               "take the argmax of the logits, without dividing and without sampling.")
+
+
 @check("transformer.generate_greedy", builds_on=PARTS)
 def generate_greedy(t, prompt_len: int = 5, max_new_tokens: int = 10):
     """temperature=0: the reference's tokens exactly (float64 weights, so no near-ties)."""
@@ -84,13 +93,15 @@ def generate_greedy(t, prompt_len: int = 5, max_new_tokens: int = 10):
         if exc.type_name == "ValueError":
             t.fail(f"{what}: your code raised ValueError ({exc.message}) once the sequence was longer than context_length: "
                    "feed the model only the last context_length tokens.")
+        divided_by_zero(t, what, exc)
         raise
     got = generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
+    wrong = lambda **mistake: lambda ref: ref.oracles.generation.greedy(reference, prompt, max_new_tokens, **mistake)  # noqa: E731
     t.close(got, want, f"{what}: the tokens", hints={
-        "the context is cropped to its first context_length tokens instead of its last":
-            lambda ref: ref.oracles.generation.greedy(reference, prompt, max_new_tokens, crop="first"),
-        "the next token is read from the logits at position 0 instead of the last position":
-            lambda ref: ref.oracles.generation.greedy(reference, prompt, max_new_tokens, position=0),
+        "the context is cropped to its first context_length tokens instead of its last": wrong(crop="first"),
+        "the context is cropped to its last context_length - 1 tokens (ids[-(n - 1):], an off-by-one); "
+        "the model takes the last context_length": wrong(crop="short"),
+        "the next token is read from the logits at position 0 instead of the last position": wrong(position=0),
     })
 
 
@@ -103,7 +114,12 @@ def generate_output(t, prompt_len: int = 11, max_new_tokens: int = 4):
     placed = t.student.put(prompt)
     for temperature in (0.0, 1.0):
         what = f"generate(model, prompt of {prompt_len} tokens, max_new_tokens={max_new_tokens}, temperature={temperature:g})"
-        got = t.student.transformer.generate(model, placed, max_new_tokens, temperature, generator=t.student.torch_generator(t.seed % 2**32))
+        try:
+            got = t.student.transformer.generate(model, placed, max_new_tokens, temperature, generator=t.student.torch_generator(t.seed % 2**32))
+        except StudentRaised as exc:
+            if temperature == 0:
+                divided_by_zero(t, what, exc)
+            raise
         generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
         t.unchanged(t.student.value(placed), prompt, f"{what}: the prompt afterwards (it must not be modified in place)")
 
@@ -134,7 +150,14 @@ def sampling_hints(t, model, prefix: torch.Tensor, temperature: float, top_k: in
     with torch.no_grad():
         logits = t.expect(lambda ref: model(prefix[-model.context_length:][None])[0, -1])
     mistakes = SAMPLING_MISTAKES | (TOP_K_MISTAKES if top_k else {})
-    return {msg: (lambda ref, m=m: ref.oracles.generation.sampling_probs(logits, temperature, top_k, m)) for msg, m in mistakes.items()}
+    hints = {msg: (lambda ref, m=m: ref.oracles.generation.sampling_probs(logits, temperature, top_k, m)) for msg, m in mistakes.items()}
+    if top_k:
+        hints[TOP_K_ONLY] = lambda ref: ref.oracles.generation.top_k_only(logits, temperature, top_k)
+    return hints
+
+
+TOP_K_ONLY = ("torch.multinomial gets the top-k probabilities only (softmax of torch.topk's values): pass all V "
+              "probabilities, 0 outside the top k, so that the token it draws is the id itself")
 
 
 @check("transformer.generate_sampling", builds_on=PARTS)
@@ -187,10 +210,12 @@ def generate_distribution(t, temperature: float, top_k: int | None = None, draws
     if len(drawn) == 1 and probs.max() < 0.99:
         t.fail(f"{what}: {draws} generators seeded differently all gave the same token: draw with "
                "torch.multinomial(probs, 1, generator=generator), not argmax and not a fixed seed.")
-    p_value = chi_square_p_value(Counter({((), token): n for token, n in drawn.items()}), {(): dict(enumerate(probs.tolist()))})
+    observed, expected = Counter({((), token): n for token, n in drawn.items()}), {(): dict(enumerate(probs.tolist()))}
+    p_value = chi_square_p_value(observed, expected)
     if p_value < 1e-6:
         t.fail(f"{what}: {draws} draws (one per seed) do not follow softmax(logits / temperature) restricted to the top k "
-               f"(chi-square p = {p_value:.1e}): draw the token torch.multinomial returns.")
+               f"(chi-square p = {p_value:.1e}): draw the token torch.multinomial returns."
+               + sample_shows(observed, expected, visible=t.visible, name=lambda token: f"token {token}"))
     again = [t.student.transformer.generate(model, prompt, CONTEXT, temperature, top_k, generator=t.student.torch_generator(seeds[0]))
              for _ in range(2)]
     if not torch.equal(*again):

@@ -6,14 +6,20 @@ gate order, a missing tanh on the cell or an ignored initial state all show.
 """
 from __future__ import annotations
 
+from itertools import permutations
+
 import torch
 
 from ..gradients import check_gradients
 from ..rounding import exact, rounded
 from . import check
-from .common import call_leaving_inputs, tensor, tensors
+from .common import call_leaving_inputs, tensor, tensors, with_layout
 
 FILE = "lstm.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
+
+LAYOUT = ("the weights are in PyTorch's layout (d_out, d_in): W_ih is (4H, I) and W_hh (4H, H), so gates = x_t @ W_ih.T + "
+          "h_prev @ W_hh.T + b; a weight used untransposed (x_t @ W_ih, as for Keras's (I, 4H) kernels) fits only square shapes.")
 
 
 def lstm_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str) -> list[torch.Tensor]:
@@ -25,17 +31,34 @@ def lstm_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str)
 
 def unpack_forward(t, got, what: str) -> tuple:
     """(hs, h_last, c_last) from what lstm_forward returned, or a failure that says what was expected."""
+    if isinstance(got, tuple | list) and len(got) == 3:
+        t.fail(f"{what}: expected (hs, (h_last, c_last)), got a {type(got).__name__} of 3 values: return the final states "
+               "as a pair of their own, (hs, (h_last, c_last)), as torch.nn.LSTM does.")
     if not (isinstance(got, tuple | list) and len(got) == 2):
         t.fail(f"{what}: expected (hs, (h_last, c_last)), got {type(got).__name__}.")
     (hs,) = tensors(t, got[:1], what, ("hs",))
     return (hs, *tensors(t, got[1], f"{what}: the final state", ("h_last", "c_last")))
 
 
+def _order(order: str, source: str | None = None) -> str:
+    return f"the gates are split in {source or 'the order ' + ', '.join(order)}; PyTorch's (and ours) is i, f, g, o"
+
+
+# The gate blocks read in another order: the lecture's and TensorFlow's first, by name, and every other order after the
+# named mistakes (c_t = f * g + i * c_prev is the order f, i, g, o, but the swap in the cell is the likelier code).
+NAMED_ORDERS = {"ifog": "the lecture's order i, f, o, g", "igfo": "TensorFlow's order i, j, f, o (i, g, f, o)"}
 MISTAKES = {
-    "the gates are split in the lecture's order i, f, o, g; PyTorch's (and ours) is i, f, g, o": {"order": "ifog"},
+    **{_order(order, source): {"order": order} for order, source in NAMED_ORDERS.items()},
     "tanh is missing on the cell state (h_t = o * c_t)": {"cell_tanh": False},
+    "h_t = o * tanh(c_prev): the output uses the old cell state; it is h_t = o * tanh(c_t), with the new one": {"old_cell": True},
     "the forget gate scales the candidate and the input gate the old cell (c_t = f * g + i * c_prev)": {"swap_fg": True},
     "sigmoid instead of tanh for the candidate g": {"g_act": torch.sigmoid},
+    "tanh is missing on the candidate g: g is the tanh of its block, then c_t = f * c_prev + i * g": {"g_act": lambda g: g},
+    "1 is added to the forget gate's pre-activation (TensorFlow's forget_bias): a forget-gate bias of about 1 is an "
+    "initialisation of b, never a term of the cell": {"forget_bias": 1.0},
+    "b is added twice, once with each projection (as if it were PyTorch's b_ih and b_hh): b is already their sum, "
+    "add it once": {"bias_times": 2},
+    **{_order(order): {"order": order} for order in map("".join, permutations("ifgo")) if order not in {"ifgo", *NAMED_ORDERS}},
     "h0 and c0 are ignored (the recurrence starts from zeros)": {"zero_state": True},
 }
 
@@ -46,7 +69,8 @@ def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float6
     x_t = x[:, 0]
     h_t, c_t = t.expect(lambda ref: rounded(ref.lstm.lstm_step, x_t, h0, c0, W_ih, W_hh, b))
     what = f"lstm_step with B={batch}, I={d_in}, H={hidden}, {dtype}"
-    got_h, got_c = tensors(t, t.student.lstm.lstm_step(x_t, h0, c0, W_ih, W_hh, b), what, ("h_t", "c_t"))
+    got = with_layout(t, lambda: t.student.lstm.lstm_step(x_t, h0, c0, W_ih, W_hh, b), what, LAYOUT)
+    got_h, got_c = tensors(t, got, what, ("h_t", "c_t"))
     step_mistakes = {m: kw for m, kw in MISTAKES.items() if "zero_state" not in kw}
     for i, (name, got, want) in enumerate((("c_t", got_c, c_t), ("h_t", got_h, h_t))):
         hints = {m: (lambda ref, kw=kw, i=i: ref.oracles.lstm.step(x_t, h0, c0, W_ih, W_hh, b, **kw)[1 - i]) for m, kw in step_mistakes.items()}
@@ -59,9 +83,14 @@ def forward(t, batch: int = 3, steps: int = 15, d_in: int = 4, hidden: int = 5, 
     args = lstm_inputs(t.rng, batch, steps, d_in, hidden, dtype)
     hs, (h_last, c_last) = t.expect(lambda ref: rounded(ref.lstm.lstm_forward, *args))
     what = f"lstm_forward over T={steps} steps, {dtype}"
-    got = call_leaving_inputs(t, t.student.lstm.lstm_forward, args, ("x", "h0", "c0", "W_ih", "W_hh", "b"), what)
+    got = with_layout(t, lambda: call_leaving_inputs(t, t.student.lstm.lstm_forward, args, ("x", "h0", "c0", "W_ih", "W_hh", "b"), what),
+                      what, LAYOUT)
     got_hs, got_h, got_c = unpack_forward(t, got, what)
-    t.close(got_hs, hs, f"{what}: hs", hints={m: (lambda ref, kw=kw: ref.oracles.lstm.forward(*args, **kw)) for m, kw in MISTAKES.items()})
+    hints = {m: (lambda ref, kw=kw: ref.oracles.lstm.forward(*args, **kw)) for m, kw in MISTAKES.items()}
+    t.close(got_hs, hs, f"{what}: hs", hints=hints | {
+        "hs is time-major (T, B, H), as torch.stack's default dim=0 or a (T, B, H) buffer gives: the batch comes first, "
+        "torch.stack(hs, dim=1)": lambda ref: exact(hs).transpose(0, 1),
+    })
     t.close(got_h, h_last, f"{what}: h_last", hints={"h_last and c_last are swapped: return (hs, (h, c))": lambda ref: exact(c_last)})
     t.close(got_c, c_last, f"{what}: c_last")
 

@@ -6,7 +6,8 @@ from collections import Counter
 
 import numpy as np
 
-from ..judge import type_name
+from ..diagnose import sample_shows
+from ..judge import LIKELY, CaseFailed, type_name
 from . import check
 from .common import chi_square_p_value
 
@@ -14,6 +15,9 @@ FILE = "ngram.py"  # the student API's file that holds this component: the rubri
 
 BOS, EOS = "<s>", "</s>"
 WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "ran", "to", "big", "red", "hat"]
+# What makes a value NaN or Inf here, said in place of the judge's default (overflow in exp, which this model has not).
+NONFINITE = ("An n-gram model has no exp to overflow: a log-probability is -inf only where a factor P(w | h) is 0, "
+             "and a NaN or Inf probability comes from a division by a count of 0.")
 
 # The lecture's example: after "cows eat" come corn 4x, grass 3x, hay 2x, oats 1x, straw 1x.
 SLIDE_CORPUS = (
@@ -66,6 +70,8 @@ def counts(t, n: int):
     t.equal(got, want, f"count_ngrams(corpus of {len(corpus)} sentences, n={n})", hints={
         "sentences are not padded with BOS/EOS": lambda ref: ref.oracles.ngram.counts(corpus, n, pad=False),
         "counts stop before the EOS n-gram": lambda ref: ref.oracles.ngram.counts(corpus, n, eos=False),
+        "the n-grams cross sentence boundaries (the padded sentences were joined into one stream): count the windows of "
+        "each padded sentence on its own": lambda ref: ref.oracles.ngram.counts(corpus, n, across=True),
     })
 
 
@@ -78,7 +84,7 @@ def slide_example(t):
     want = t.expect(lambda ref: np.array([ref.ngram.NGramLM(3).fit(SLIDE_CORPUS).prob(word, ["cows", "eat"]) for word in words]))
     assert np.allclose(want, counts / 11), "the reference disagrees with the slide"
     got = t.numbers([lm.prob(word, ["cows", "eat"]) for word in words], labels)
-    t.close(got, want, "P(word | cows eat) on the slide's corpus", labels=labels, hints={
+    t.close(got, want, "P(word | cows eat) on the slide's corpus", labels=labels, nonfinite=NONFINITE, hints={
         "divided by the count of all n-grams instead of C(h)": lambda ref: counts / SLIDE_TRIGRAMS,
         "add-one smoothing applied although k = 0": lambda ref: (counts + 1) / (11 + SLIDE_VOCAB),
     })
@@ -107,12 +113,24 @@ def probabilities(t, n: int, k: float = 0.0):
     labels = [f"prob({word!r}, context={context})" for word, context in asked]
     got = t.numbers([lm.prob(word, context) for word, context in asked], labels)
     want = t.expect(lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked)))
-    t.close(got, want, f"prob(word, context) on {len(asked)} queries with n={n}, k={k:g}", labels=labels, hints={
-        "|vocab| counts BOS": lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked, vocab_delta=1)),
-        "|vocab| leaves out EOS": lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked, vocab_delta=-1)),
-        "the history is taken from the start of the context, not its last n - 1 tokens":
-            lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked, head=True)),
-    })
+    t.close(got, want, f"prob(word, context) on {len(asked)} queries with n={n}, k={k:g}", labels=labels, nonfinite=NONFINITE,
+            hints=prob_hints(corpus, n, k, asked))
+
+
+def prob_hints(corpus, n: int, k: float, asked: list[tuple[str, list[str]]]) -> dict:
+    """The classic wrong probabilities of the (word, context) pairs asked."""
+    wrong = lambda **mistake: lambda ref: np.array(ref.oracles.ngram.probs(corpus, n, k, asked, **mistake))  # noqa: E731
+    return {
+        "|vocab| counts BOS": wrong(vocab_delta=1),
+        "|vocab| leaves out EOS": wrong(vocab_delta=-1),
+        "the history is taken from the start of the context, not its last n - 1 tokens": wrong(head=True),
+        "C(h) is taken from count_ngrams(sentences, n - 1), whose padding has one BOS fewer, so the history of n - 1 BOS "
+        "never occurs: C(h) is the sum of C(h, w) over the words w": wrong(lower_order=True),
+        "an unseen history gives 0 although k > 0: add-k smoothing gives every word k / (k * |vocab|) = 1 / |vocab| there":
+            wrong(unseen_zero=True),
+        "an n-gram never seen gives 0 although k > 0: add-k smoothing gives it k / (C(h) + k * |vocab|)": wrong(unseen_ngram_zero=True),
+        "for n = 1 the history must be empty, but context[-(n - 1):] is the whole context when n = 1 (-0 is 0)": wrong(whole=True),
+    }
 
 
 @check("ngram.distribution")
@@ -132,7 +150,8 @@ def distribution(t, n: int, k: float = 0.0):
         })
         words = sorted(want)
         labels = [f"the probability of {word!r}" for word in words]
-        t.close(t.numbers([got[word] for word in words], labels), np.array([want[word] for word in words]), what, labels=labels)
+        t.close(t.numbers([got[word] for word in words], labels), np.array([want[word] for word in words]), what, labels=labels,
+                nonfinite=NONFINITE, hints=prob_hints(corpus, n, k, [(word, context) for word in words]))
 
 
 @check("ngram.sentence_logprob")
@@ -144,7 +163,8 @@ def sentence_logprob(t, n: int, k: float = 0.0):
     labels = [f"sentence_logprob({tokens})" for tokens in sentences]
     got = t.numbers([lm.sentence_logprob(tokens) for tokens in sentences], labels)
     want = t.expect(lambda ref: np.array([ref.ngram.NGramLM(n, k).fit(corpus).sentence_logprob(tokens) for tokens in sentences]))
-    t.close(got, want, f"sentence_logprob(tokens) of {len(sentences)} sentences with n={n}, k={k:g}", labels=labels, hints={
+    what = f"sentence_logprob(tokens) of {len(sentences)} sentences with n={n}, k={k:g}"
+    close_or_zero(t, got, want, what, labels, hints={
         "the EOS factor is missing": lambda ref: np.array(ref.oracles.ngram.sentence_logprobs(corpus, n, k, sentences, eos=False)),
         "log base 2 instead of the natural log": lambda ref: np.array(ref.oracles.ngram.sentence_logprobs(corpus, n, k, sentences, base=2)),
         "the product of probabilities, not its log": lambda ref: np.array(ref.oracles.ngram.sentence_logprobs(corpus, n, k, sentences, log=False)),
@@ -159,11 +179,37 @@ def perplexity(t, n: int, k: float = 0.0, unseen: bool = False):
     want = t.expect(lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out))
     lm = t.student.ngram.NGramLM(n, k)
     lm.fit(corpus)
-    t.close(lm.perplexity(held_out), want, f"perplexity on {len(held_out)} held-out sentences with n={n}, k={k:g}", hints={
-        "N does not count one EOS per sentence": lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out, count_eos=False),
-        "averaged per sentence instead of per token": lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out, per="sentence"),
-        "the log-probability is not negated": lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out, sign=1.0),
+    what = f"perplexity on {len(held_out)} held-out sentences with n={n}, k={k:g}"
+    wrong = lambda **mistake: lambda ref: ref.oracles.ngram.perplexity(corpus, n, k, held_out, **mistake)  # noqa: E731
+    got = float(t.numbers([lm.perplexity(held_out)], [what])[0])
+    close_or_zero(t, got, want, what, ["the perplexity"], hints={
+        "N does not count one EOS per sentence": wrong(count_eos=False),
+        "averaged per sentence instead of per token": wrong(per="sentence"),
+        "the log-probability is not negated": wrong(sign=1.0),
+        "2 ** (...) of natural-log probabilities: the power's base must be the log's (exp for math.log)": wrong(base=2.0),
+        "the mean of the sentences' perplexities, not one perplexity over all held-out tokens": wrong(per="sentences' mean"),
     })
+
+
+def close_or_zero(t, got, want, what: str, labels: list[str], hints: dict) -> None:
+    """t.close of log-probabilities or perplexities (floats), except that where no hint explains the answer and it is
+    infinite where the expected one is finite, or the other way round, the message says why in an n-gram model's
+    terms: it has no exp to overflow, and a log-probability or perplexity is infinite exactly when a factor is 0."""
+    try:
+        t.close(got, want, what, labels=labels, hints=hints, nonfinite=NONFINITE)
+    except CaseFailed as failed:
+        if LIKELY in str(failed):
+            raise
+        g, w = np.atleast_1d(got), np.atleast_1d(want)
+        if (lost := np.isinf(w) & np.isfinite(g)).any():
+            t.fail(f"{what}: {labels[int(np.argmax(lost))]} is finite, but one of its factors P(w | h) is 0 under this model "
+                   "(an n-gram never seen in training, with k = 0), so it must be infinite: a log clamped to a floor "
+                   "(log(max(p, eps)), log(p + eps)) or a skipped zero factor gives a finite number instead.")
+        if (made := np.isfinite(w) & np.isinf(g)).any():
+            t.fail(f"{what}: {labels[int(np.argmax(made))]} is infinite, but every one of its factors P(w | h) is positive "
+                   "under this model, so it is finite: some factor came out 0 (looked up under the wrong history, or not "
+                   "smoothed?); an n-gram model has no exp to overflow.")
+        raise
 
 
 @check("ngram.sampling")
@@ -192,11 +238,26 @@ def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
         t.fail(f"sample drew {unknown[0]!r}, which is not in vocab.")
     p_value = chi_square_p_value(transitions, probs)
     if p_value < 1e-6:
+        start = probs.get((BOS,) * (n - 1))
+        stuck = {"every word is drawn from the distribution after the sentence's start: the history must move on to the "
+                 "last n - 1 words drawn": {h: start for h in probs}} if start is not None and n > 1 else {}
+        shows = (f" {LIKELY}after each history every draw was the same word, its most probable one: an argmax is greedy "
+                 "decoding, not sampling; draw at random, with rng.choice(words, p=probs).") if always_the_mode(transitions, probs) \
+            else sample_shows(transitions, probs, visible=t.visible, fits=stuck)
         t.fail(f"{draws} samples do not follow the model's distribution (chi-square p = {p_value:.1e}): "
-               "draw each word from next_token_distribution of the last n - 1 words (BOS-padded).")
+               "draw each word from next_token_distribution of the last n - 1 words (BOS-padded)." + shows)
     first = [lm.sample(t.student.numpy_rng(7), max_len=max_len) for _ in range(2)]
     if first[0] != first[1]:
         t.fail("Two generators seeded alike gave different sentences: draw only from the rng you are given.")
+
+
+def always_the_mode(transitions: Counter, probs: dict) -> bool:
+    """Every history was followed, in at least 20 draws in all, by one word only: the most probable one."""
+    drawn: dict = {}
+    for (h, w), count in transitions.items():
+        drawn.setdefault(h, Counter())[w] += count
+    return sum(sum(c.values()) for c in drawn.values()) >= 20 and all(
+        len(c) == 1 and probs[h][next(iter(c))] == max(probs[h].values()) for h, c in drawn.items())
 
 
 @check("ngram.inputs_unchanged")

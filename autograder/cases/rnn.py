@@ -11,9 +11,14 @@ import torch
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..rounding import exact, rounded
 from . import check
-from .common import DTYPES, call_leaving_inputs, tensor, tensors
+from .common import DTYPES, call_leaving_inputs, tensor, tensors, with_layout
 
 FILE = "rnn.py"  # the student API's file that holds this component: the rubric and submissions know it from here
+
+
+LAYOUT = ("the weights are in PyTorch's layout (d_out, d_in): W_xh is (H, I) and W_hh (H, H), so h_t = tanh(x_t @ W_xh.T "
+          "+ h_prev @ W_hh.T + b_h); a weight used untransposed (x_t @ W_xh), or the lecture's column vectors (W_xh @ x_t), "
+          "fits only square shapes.")
 
 
 def rnn_inputs(rng, batch: int, steps: int, d_in: int, hidden: int, dtype: str) -> list[torch.Tensor]:
@@ -47,12 +52,15 @@ def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float6
     x, h0, W_xh, W_hh, b_h = rnn_inputs(t.rng, batch, 1, d_in, hidden, dtype)
     x_t = x[:, 0]
     want = t.expect(lambda ref: rounded(ref.rnn.rnn_step, x_t, h0, W_xh, W_hh, b_h))
-    got = t.student.rnn.rnn_step(x_t, h0, W_xh, W_hh, b_h)
+    what = f"rnn_step with B={batch}, I={d_in}, H={hidden}, {dtype}"
+    got = with_layout(t, lambda: t.student.rnn.rnn_step(x_t, h0, W_xh, W_hh, b_h), what, LAYOUT)
     wrong = lambda **mistake: lambda ref: ref.oracles.rnn.step(x_t, h0, W_xh, W_hh, b_h, **mistake)  # noqa: E731
-    t.close(got, want, f"rnn_step with B={batch}, I={d_in}, H={hidden}, {dtype}", hints={
+    t.close(got, want, what, hints={
         "W_hh is not transposed (h_prev @ W_hh instead of h_prev @ W_hh.T)": wrong(transpose=False),
         "the bias is missing": wrong(bias=False),
         "tanh is missing": wrong(tanh=False),
+        "h_t has shape (H, B): the lecture's column vectors (W_xh @ x_t.T); here rows are examples, x_t @ W_xh.T":
+            lambda ref: exact(want).T,
     })
 
 
@@ -62,9 +70,13 @@ def forward(t, batch: int = 3, steps: int = 12, d_in: int = 4, hidden: int = 5, 
     args = rnn_inputs(t.rng, batch, steps, d_in, hidden, dtype)
     hs, h_last = t.expect(lambda ref: rounded(ref.rnn.rnn_forward, *args))
     what = f"rnn_forward over T={steps} steps, {dtype}"
-    got = call_leaving_inputs(t, t.student.rnn.rnn_forward, args, ("x", "h0", "W_xh", "W_hh", "b_h"), what)
+    got = with_layout(t, lambda: call_leaving_inputs(t, t.student.rnn.rnn_forward, args, ("x", "h0", "W_xh", "W_hh", "b_h"), what),
+                      what, LAYOUT)
     got_hs, got_last = tensors(t, got, what, ("hs", "h_last"))
-    t.close(got_hs, hs, f"{what}: hs", hints=forward_hints(*args))
+    t.close(got_hs, hs, f"{what}: hs", hints=forward_hints(*args) | {
+        "hs is time-major (T, B, H), as torch.stack's default dim=0 or a (T, B, H) buffer gives: the batch comes first, "
+        "torch.stack(hs, dim=1)": lambda ref: exact(hs).transpose(0, 1),
+    })
     t.close(got_last, h_last, f"{what}: h_last")
 
 
@@ -117,10 +129,22 @@ def loss(t, batch: int = 4, steps: int = 9, vocab: int = 10, embed: int = 4, hid
     got = t.student.rnn.rnn_lm_loss(model, ids)
     if type(got) is not torch.Tensor or got.numel() != 1:
         t.fail(f"rnn_lm_loss: expected a scalar tensor, got {type(got).__name__}.")
-    t.close(got.item(), want, f"rnn_lm_loss on ids of shape {(batch, steps)}", hints={
-        "the logits are not shifted: position t is scored against its own token": lambda ref: ref.oracles.rnn.loss(logits, ids, shift="none"),
-        "shifted the wrong way: logits[:, 1:] against ids[:, :-1]": lambda ref: ref.oracles.rnn.loss(logits, ids, shift="back"),
+    dims = {"B, the batch size": batch, "T - 1, the number of predicted positions": steps - 1,
+            "B * (T - 1), the number of predictions": batch * (steps - 1)}
+    t.close(got.item(), want, f"rnn_lm_loss on ids of shape {(batch, steps)}", dims=dims, hints={
+        "the logits are not shifted: position t is scored against its own token": lambda ref: ref.oracles.rnn.loss(logits, ids, mistake="none"),
+        "shifted the wrong way: logits[:, 1:] against ids[:, :-1]": lambda ref: ref.oracles.rnn.loss(logits, ids, mistake="back"),
         "the sum over predictions instead of the mean": lambda ref: want * batch * (steps - 1),
+        f"averaged over the batch only: each sequence's T - 1 = {steps - 1} predictions are summed (a sum over time steps "
+        "of per-step means, or per-sequence sums averaged over the batch); the mean is over all B * (T - 1)":
+            lambda ref: want * (steps - 1),
+        f"averaged over the time steps only: the B = {batch} sequences are summed; the mean is over all B * (T - 1)":
+            lambda ref: want * batch,
+        "softmax is applied before F.cross_entropy, which applies log-softmax itself: pass the raw logits":
+            lambda ref: ref.oracles.rnn.loss(logits, ids, mistake="softmax"),
+        "the target's raw logit is taken as its log-probability (F.nll_loss, or a gather, of the logits): take log_softmax "
+        "first, or F.cross_entropy of the logits":
+            lambda ref: ref.oracles.rnn.loss(logits, ids, mistake="nll"),
     })
     check_gradients(t, t.student.rnn.rnn_lm_loss, lambda _model, i: t.expect(lambda ref: ref.rnn.rnn_lm_loss(ref_model, i)),
                     [model, ids], grad_args=[], names=[], outputs=["loss"], parameters=(model, ref_model))

@@ -3,7 +3,8 @@
 Models get random, non-symmetric float64 weights, loaded into the reference and into the student's Seq2Seq by
 state-dict name, so names, shapes, values and every gradient are graded together. Sizes differ wherever the
 API allows (E != H, source and target vocabularies, S != T), sources are right-padded to varied lengths (one
-fills every column, another is shorter), and the states attended to are at scale 1, so a mask that is ignored,
+fills every column, another is shorter; one encode case ends every source with PAD, where a packed encoder unpacked
+without total_length comes up short), and the states attended to are at scale 1, so a mask that is ignored,
 a softmax over the wrong axis, a scaled score or a context taken from the wrong state all show. Greedy decoding
 runs models whose EOS bias makes the examples stop at different, known steps, one never within max_len.
 The training case trains the student's model with the grader's own loop on reversing short sequences and
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
+from ..judge import LIKELY
 from ..rounding import rounded
 from . import check
 from .attention import masked_weights_are_zero
@@ -92,6 +94,7 @@ def step_mistakes(hidden: int) -> dict:
     return attend_mistakes(hidden) | {
         "the context comes from the new state s_t (Luong's order): the previous state s_{t-1} attends, before the update": {"query": "new"},
         "the output layer reads cat[c, s]; it must read cat[s, c], the new state first": {"out_order": "c_s"},
+        "the decoder cell reads cat[c, embedding]; it must read cat[embedding, c], the embedding first": {"in_order": "c_e"},
     }
 
 
@@ -148,18 +151,25 @@ def attend_distributions(t, batch: int = 4, src_len: int = 8, hidden: int = 6):
 
 
 @check("seq2seq.encode", subject="Seq2Seq.encode")
-def encode(t, batch: int = 5, src_len: int = 7, d_emb: int = 4, d_hidden: int = 6):
+def encode(t, batch: int = 5, src_len: int = 7, d_emb: int = 4, d_hidden: int = 6, pad_columns: int = 0):
     """Hs at the non-PAD positions (a packed sequence may leave anything at PAD), the mask exactly, and s0, the
-    state at each source's last token; the source left as it was."""
+    state at each source's last token; the source left as it was. `pad_columns` all-PAD columns end the batch, so
+    no source fills every column: a packed encoder unpacked without total_length=S returns fewer positions."""
     size = sizes(d_emb, d_hidden)
     model, reference = models(t, size)
     src = sources(t.rng, batch, src_len, size["src_vocab"])
+    src = torch.cat([src, torch.full((batch, pad_columns), PAD)], 1)
     with torch.no_grad():
         Hs, mask, s0 = t.expect(lambda ref: reference.encode(src))
     what = f"{describe(size)}.encode on right-padded sources of shape {tuple(src.shape)}"
+    if pad_columns:
+        what += f" whose last {pad_columns} column{'s are' if pad_columns > 1 else ' is'} PAD in every source"
     got = tensors(t, call_leaving_inputs(t, model.encode, [src], ("src",), what), what, ("Hs", "mask", "s0"))
     if tuple(got[0].shape) != tuple(Hs.shape):
-        t.fail(f"{what}: expected Hs of shape {tuple(Hs.shape)} (B, S, H), got {tuple(got[0].shape)}.")
+        packed = tuple(got[0].shape) == (batch, int(mask.sum(1).max()), d_hidden) and pad_columns > 0
+        t.fail(f"{what}: expected Hs of shape {tuple(Hs.shape)} (B, S, H), got {tuple(got[0].shape)}."
+               + (f" {LIKELY}pad_packed_sequence returns only as many positions as the longest source has tokens; "
+                  "pass total_length=S (src.shape[1]) so that Hs keeps every column." if packed else ""))
     t.close(got[1], mask, f"{what}: mask (src != PAD, True at the tokens)")
     kept = mask[..., None]
     t.close(got[0].detach().masked_fill(~kept, 0.0), Hs.masked_fill(~kept, 0.0), f"{what}: Hs at the non-PAD positions (PAD positions are not graded)")
@@ -228,7 +238,7 @@ def forward(t, batch: int = 4, src_len: int = 6, tgt_len: int = 5, d_emb: int = 
     check_gradients(t, model, reference, [src, tgt_in], grad_args=(), names=(), outputs=("logits", "weights"), parameters=(model, reference))
 
 
-@check("seq2seq.padding", builds_on=("seq2seq.encode", "seq2seq.attend"))
+@check("seq2seq.padding", subject="handling of PAD (trailing PADs must change nothing)", builds_on=("seq2seq.encode", "seq2seq.attend"))
 def padding(t, batch: int = 4, src_len: int = 6, tgt_len: int = 5, extra: int = 3, d_emb: int = 4, d_hidden: int = 6):
     """PAD at the end of the sources changes nothing: with `extra` more PAD columns the logits stay where they were
     and the new positions get weight exactly 0; and the most padded example, alone and without its PADs, gives its
@@ -281,7 +291,15 @@ def loss(t, batch: int = 4, src_len: int = 6, tgt_len: int = 6, d_emb: int = 4, 
         "teacher forcing shifted by one: the decoder reads tgt[:, 1:], the very tokens it must predict; it reads tgt[:, :-1]": wrong(slice(1, None)),
         "PAD targets are counted in the mean; leave them out (ignore_index=PAD)": wrong(ignore_pad=False),
         "the sum over the targets instead of their mean": lambda ref: want * int((tgt[:, 1:] != PAD).sum()),
-    })
+        "the summed loss is divided by the batch size B instead of by the number of non-PAD targets": wrong(reduce="batch"),
+        "each step's mean loss is summed over the steps (loss += criterion(logits[:, t], tgt[:, t + 1])): "
+        "the loss is one mean over every non-PAD target of the batch": wrong(reduce="step_sum"),
+        "each step's mean loss is averaged over the steps, which weighs the few targets of a late step as much as "
+        "the many of an early one: the loss is one mean over every non-PAD target of the batch": wrong(reduce="step_mean"),
+        "each sentence's mean loss is averaged over the sentences, which weighs a short sentence's targets more: "
+        "the loss is one mean over every non-PAD target of the batch": wrong(reduce="sentence_mean"),
+    }, dims={"B, the batch size": batch, "T, the number of decoder steps": tgt_len,
+             "N, the number of non-PAD targets": int((tgt[:, 1:] != PAD).sum())})
     check_gradients(t, t.student.seq2seq.seq2seq_loss, lambda _model, s, y: t.expect(lambda ref: ref.seq2seq.seq2seq_loss(reference, s, y)),
                     [model, src, tgt], grad_args=(), names=(), outputs=("loss",), parameters=(model, reference))
 
@@ -380,7 +398,7 @@ def train(on: InWorker, model, batches: list, lr: float, clip: float) -> list[fl
     return losses
 
 
-@check("seq2seq.training", builds_on=("seq2seq.forward", "seq2seq.greedy"), imports=("torch._dynamo",))  # Adam's first construction imports it
+@check("seq2seq.training", builds_on=("seq2seq.forward", "seq2seq.padding", "seq2seq.greedy"), imports=("torch._dynamo",))  # Adam's first construction imports it
 def training(t, steps: int = TRAIN_STEPS, batch: int = TRAIN_BATCH, lr: float = TRAIN_LR, accuracy: float = 0.5, unseen: int = 200):
     """The grader's loop trains the student's Seq2Seq, from PyTorch's initialisation of the reference drawn with
     the case's seed, to reverse short sequences; the student's greedy_decode must then reverse at least

@@ -16,6 +16,7 @@ from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..rounding import rounded
 from ..sandbox.host.process import StudentRaised
 from . import check
+from .attention import NONFINITE
 from .common import DTYPES, call_leaving_inputs, tensor
 
 FILE = "transformer.py"  # the student API's file that holds this component: the rubric and submissions know it from here
@@ -39,12 +40,12 @@ def modules(t, build, dtype: str):
     return student, reference
 
 
-def values_and_gradients(t, student, reference, x: torch.Tensor, what: str, hints: dict) -> None:
+def values_and_gradients(t, student, reference, x: torch.Tensor, what: str, hints: dict, nonfinite: str | None = None) -> None:
     """The output (with hints for known mistakes), the input left as it was, then the gradients of a
-    floating input and of every parameter."""
+    floating input and of every parameter. `nonfinite`: what makes this module's values NaN or Inf."""
     with torch.no_grad():
         want = t.expect(lambda ref: rounded(reference, x))
-    t.close(call_leaving_inputs(t, student, [x], ("x",), what), want, what, hints=hints)
+    t.close(call_leaving_inputs(t, student, [x], ("x",), what), want, what, hints=hints, nonfinite=nonfinite)
     grad_args = [0] if x.is_floating_point() else []
     check_gradients(t, student, reference, [x], grad_args=grad_args, names=["x"], outputs=[what], parameters=(student, reference))
 
@@ -72,6 +73,8 @@ def layer_norm_case(t, batch: int = 2, steps: int = 5, d_model: int = 8, eps: fl
     hints = {
         "the unbiased variance (divide by d_model - 1; torch.var's default unbiased=True)": wrong(unbiased=True),
         "eps added outside the square root (sqrt(var) + eps)": wrong(where="outside"),
+        "x.std(-1) + eps: torch.std is unbiased by default (divide by d_model - 1), and eps belongs inside the square root, "
+        "sqrt(var + eps), with the biased variance": wrong(unbiased=True, where="outside"),
         "eps is missing (sqrt(var))": wrong(where="missing"),
         "normalised over the sequence axis (dim 1) instead of the last": wrong(dims=(1,)),
         "normalised over the last two axes instead of the last one": wrong(dims=(1, 2)),
@@ -90,6 +93,7 @@ def feed_forward(t, batch: int = 2, steps: int = 4, d_model: int = 8, d_ff: int 
     values_and_gradients(t, student, reference, x, f"FeedForward({d_model}, {d_ff}) on x of shape {tuple(x.shape)}, {dtype}", {
         "ReLU instead of GELU": wrong("relu"),
         "the tanh approximation of GELU instead of the exact x * Phi(x)": wrong("tanh"),
+        "the sigmoid approximation of GELU, x * sigmoid(1.702 x), instead of the exact x * Phi(x)": wrong("sigmoid"),
         "the activation is missing": wrong("none"),
     })
 
@@ -116,10 +120,12 @@ def attention_case(t, batch: int = 2, steps: int = 6, d_model: int = 12, num_hea
         hints["the causal mask is missing"] = wrong("none")
         hints["the mask lets each position see the next one too (tril(1) instead of tril())"] = wrong("next")
         hints["the mask is transposed: it keeps keys j >= i (triu) instead of j <= i"] = wrong("triu")
+        hints["the mask is inverted: it hides the past and keeps the future (masked_fill where the mask is True, with "
+              "True meaning 'may attend'); the last position, left with no key, gets NaN"] = wrong("inverted")
     else:
         hints["a causal mask is applied although causal=False"] = wrong("tril")
     values_and_gradients(t, student, reference, x, f"MultiHeadSelfAttention({d_model}, {num_heads}, causal={causal}) on x of shape "
-                         f"{tuple(x.shape)}, {dtype}", hints)
+                         f"{tuple(x.shape)}, {dtype}", hints, nonfinite=NONFINITE)
 
 
 @check("transformer.block", subject="TransformerBlock", builds_on=PARTS[:3])

@@ -14,6 +14,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..diagnose import sample_shows
 from ..judge import type_name
 from . import check
 from .common import chi_square_p_value
@@ -137,6 +138,9 @@ def _check_pairs(t, sentences: list[list[int]], window: int) -> None:
         "windows cross sentence boundaries: the corpus is treated as one sequence": pairs(across=True),
         "the columns are swapped: each row is [centre, context]": pairs(swapped=True),
         "the contexts are ordered by distance from the centre instead of by position j": pairs(by_distance=True),
+        "a context is skipped when it is the same word as the centre: compare positions (j != i), not words": pairs(same_word=True),
+        "positions before the start of a sentence wrap around to its end (sentence[-1] is its last word): "
+        "start j at max(0, i - window)": pairs(wrap=True),
     })
 
 
@@ -243,7 +247,8 @@ def sample_negatives(t, vocab: int = 12, shape: tuple = (400, 10)):
     p_value = chi_square_p_value(drawn, {(): {w: float(p) for w, p in enumerate(noise)}})
     if p_value < 1e-6:
         t.fail(f"{what}: {draws.size} draws do not follow the noise distribution (chi-square p = {p_value:.1e}): draw each id v "
-               "with probability noise[v].")
+               "with probability noise[v]." + sample_shows(drawn, {(): dict(enumerate(noise.tolist()))}, visible=t.visible,
+                                                           rows=draws.reshape(-1, shape[-1]) if len(shape) > 1 else None))
     draw = lambda s: t.student.word2vec.sample_negatives(noise, (50,), t.student.numpy_rng(s))  # noqa: E731
     first = draw(seed)
     if not (isinstance(first, np.ndarray) and np.array_equal(first, draw(seed))):
@@ -267,9 +272,17 @@ def sgns_loss(t, batch: int = 8, vocab: int = 6, k: int = 4, d: int = 5, score: 
         "the negatives' scores are not negated: their term is log sigmoid(-C[n] . W[c])": loss(neg_sign=1.0),
         "the negatives' term is averaged over the k negatives instead of summed":
             lambda ref: ref.oracles.word2vec.mean_over_negatives_loss(*args),
-        "log(1 - sigmoid(x)) is log(0) = -inf once sigmoid(x) rounds to 1: use log sigmoid(-x) = -logaddexp(0, x)": naive("one_minus"),
+        **{f"each log is clamped, log(sigmoid(x) + {eps:g}) or a clip at {eps:g}: a term can never exceed -log({eps:g}) = "
+           f"{-math.log(eps):.4g}, where the exact term grows with the score; use log sigmoid(x) = -logaddexp(0, -x)":
+           (lambda ref, eps=eps: ref.oracles.word2vec.clamped_loss(*args, eps=eps)) for eps in CLAMPS},
+        # Both forms give -inf at large scores, whichever the code holds: the hint names both.
+        "the log of a sigmoid that rounds to 0 is -inf: log(sigmoid(-x)) or log(1 - sigmoid(x)) once |x| is large "
+        "(sigmoid(-1000) is 0 in floating point); use log sigmoid(x) = -logaddexp(0, -x)": naive("one_minus"),
         "log(1 / (1 + exp(-x))) overflows for very negative x: use log sigmoid(x) = -logaddexp(0, -x)": naive("overflow"),
-    })
+    }, dims={"B, the batch size": batch, "k, the negatives per pair": k})
+
+
+CLAMPS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12, 1e-15)  # the epsilons real code adds inside a log
 
 
 @check("word2vec.sgns_gradients", subject="sgns_gradients")
@@ -290,6 +303,9 @@ def sgns_gradients(t, batch: int = 8, vocab: int = 6, k: int = 4, d: int = 5, sc
             "the gradients of a loss whose negatives' scores are not negated": sgns(i, neg_sign=1.0),
             "repeated ids overwrite instead of accumulating (dW[ids] += ... is buffered; use np.add.at)":
                 lambda ref, i=i: ref.oracles.word2vec.scatter_overwriting(*args)[i],
+            **{f"repeated ids among the {where} overwrite instead of accumulating (dC[{where}] += ... is buffered: one "
+               f"contribution per id survives; use np.add.at)": (lambda ref, where=where: ref.oracles.word2vec.scatter_overwriting(*args, where=where)[1])
+               for where in ("contexts", "negatives") if name == "dC"},
             "sigmoid as exp(x) / (1 + exp(x)) is inf / inf = nan once exp(x) overflows":
                 lambda ref, i=i: ref.oracles.word2vec.overflowing_sigmoid_grads(*args)[i],
         })
@@ -402,6 +418,7 @@ def most_similar(t, topn: int = 5, vocab: int = 16, d: int = 8):
         "the word itself is in the result: leave it out": wrong("self"),
         "ranked by dot product, not cosine: a long vector wins without pointing the same way": wrong("dot"),
         "the least similar words first: sort by decreasing similarity": wrong("ascending"),
+        "the right words, closest last: np.argsort sorts ascending, so np.argsort(sims)[-topn:] must be reversed": wrong("closest_last"),
     })
 
 

@@ -15,14 +15,17 @@ def causal(T: int, kind: str):
 
 
 def attend(Q, K, V, mask=None, *, scale: float, dim: int = -1, ignore: bool = False, invert: bool = False, after: bool = False,
-           zero_empty: bool = False, finite: bool = False):
+           zero_empty: bool = False, finite: bool = False, additive: bool = False):
     """(output, weights) of softmax(Q K^T / scale) V, with a mistake switched on: the softmax over `dim`,
     the mask ignored, inverted or multiplied into the weights after the softmax. A query with no key
     gets NaN, or zeros as the starter asks (zero_empty), or with masked scores set to the most negative
-    finite number instead of -inf (finite), the mean of the values."""
+    finite number instead of -inf (finite), the mean of the values, or with -10000 added to the masked
+    scores (additive, old BERT code), the weights of no mask at all, as the constant cancels."""
     use = mask is not None and not ignore
     scores = Q @ K.transpose(-2, -1) / scale
-    if use and not after:
+    if use and additive:
+        scores = scores - 10000.0 * (~mask).to(scores.dtype)
+    elif use and not after:
         scores = scores.masked_fill(mask if invert else ~mask, torch.finfo(scores.dtype).min if finite else float("-inf"))
     weights = torch.softmax(scores, dim=dim)
     if use and after:

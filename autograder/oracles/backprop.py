@@ -75,10 +75,23 @@ def naive_softmax(z: np.ndarray) -> np.ndarray:
         return e / e.sum(axis=-1, keepdims=True)
 
 
+def global_max_softmax(z: np.ndarray) -> np.ndarray:
+    """exp(z - max over the whole array), normalised per row: rows far below the global max are 0 / 0."""
+    with np.errstate(all="ignore"):
+        e = np.exp(z - z.max())
+        return e / e.sum(axis=-1, keepdims=True)
+
+
 def log_softmax_loss(z: np.ndarray, targets: np.ndarray) -> float:
     """-mean log(softmax(z)[target]): a stable softmax, but its zeros give log(0) = -inf."""
     with np.errstate(all="ignore"):
         return float(-np.mean(np.log(softmax(z)[np.arange(len(z)), targets])))
+
+
+def clamped_loss(z: np.ndarray, targets: np.ndarray, eps: float, form: str) -> float:
+    """-mean log of the target's probability with an epsilon: log(p + eps) (form "add") or log(max(p, eps)) ("max")."""
+    p = softmax(z.astype(np.float64))[np.arange(len(z)), targets]
+    return float(-np.mean(np.log(p + eps if form == "add" else np.maximum(p, eps))))
 
 
 def naive_loss(z: np.ndarray, targets: np.ndarray) -> float:
@@ -102,10 +115,11 @@ def logits_from_embeddings(e: np.ndarray, params: dict, activation=np.tanh) -> n
 
 
 def ffnn_logits(contexts: np.ndarray, params: dict, *, concat: str = "reversed", activation: bool = True) -> np.ndarray:
-    """FFNN-LM logits with a mistake: the context positions concatenated in reverse order or interleaved,
-    or tanh left out."""
+    """FFNN-LM logits with a mistake: the context positions concatenated in reverse order or interleaved, stacked
+    along the batch axis before the reshape ("stacked", which mixes examples), or tanh left out."""
     E = params["E"].astype(np.float64)[contexts]  # (N, n-1, d)
-    e = {"reversed": E[:, ::-1], "interleaved": E.transpose(0, 2, 1), "plain": E}[concat].reshape(len(contexts), -1)
+    e = {"reversed": E[:, ::-1], "interleaved": E.transpose(0, 2, 1), "plain": E, "stacked": E.transpose(1, 0, 2)}[concat]
+    e = e.reshape(len(contexts), -1)
     return logits_from_embeddings(e, params, np.tanh if activation else (lambda a: a))
 
 

@@ -10,11 +10,12 @@ import torch
 
 
 def greedy(model, prompt: torch.Tensor, max_new_tokens: int, *, crop: str = "last", position: int = -1) -> torch.Tensor:
-    """Greedy decoding with a classic mistake: the context cropped to its first tokens, or the logits read at position 0."""
+    """Greedy decoding with a classic mistake: the context cropped to its first tokens ("first") or to its last
+    context_length - 1 ("short"), or the logits read at position 0."""
     ids, n = prompt, model.context_length
     with torch.no_grad():
         for _ in range(max_new_tokens):
-            window = ids[-n:] if crop == "last" else ids[:n]
+            window = {"last": ids[-n:], "first": ids[:n], "short": ids[-(n - 1):]}[crop]
             ids = torch.cat([ids, model(window[None])[0, position].argmax().view(1)])
     return ids
 
@@ -56,6 +57,12 @@ def sampling_probs(logits: torch.Tensor, temperature: float, top_k: int | None, 
         "zero_fill": lambda: softmax(scaled, fill=0.0),
         "not_renormalised": lambda: torch.softmax(scaled, -1) * keep,
     }[mistake]()
+
+
+def top_k_only(logits: torch.Tensor, temperature: float, top_k: int) -> torch.Tensor:
+    """The softmax of torch.topk's k values alone, largest first: what a sampler that draws an index into the top k
+    passes to torch.multinomial."""
+    return torch.softmax(logits.topk(min(top_k, len(logits))).values / temperature, -1)
 
 
 def tie_at_kth(rng: np.random.Generator, model, k: int) -> None:

@@ -20,7 +20,11 @@ def forward(x, h0, W_xh, W_hh, b_h, *, use_h0: bool = True, shift: bool = False,
     return torch.stack(hs[: x.shape[1]], dim=1)
 
 
-def loss(logits, ids, *, shift: str) -> float:
-    """The mean cross-entropy with the targets not shifted ("none") or shifted the wrong way ("back")."""
-    pairs = {"none": (logits, ids), "back": (logits[:, 1:], ids[:, :-1])}[shift]
+def loss(logits, ids, *, mistake: str) -> float:
+    """The mean cross-entropy with a mistake: the targets not shifted ("none") or shifted the wrong way ("back"),
+    softmax applied to the logits first ("softmax"), or F.nll_loss of the raw logits ("nll")."""
+    if mistake in ("softmax", "nll"):
+        scores, targets = logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)
+        return (F.cross_entropy(scores.softmax(-1), targets) if mistake == "softmax" else F.nll_loss(scores, targets)).item()
+    pairs = {"none": (logits, ids), "back": (logits[:, 1:], ids[:, :-1])}[mistake]
     return F.cross_entropy(pairs[0].reshape(-1, logits.shape[-1]), pairs[1].reshape(-1)).item()

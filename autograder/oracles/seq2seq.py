@@ -28,12 +28,14 @@ def encode(m, src, *, s0: str = "last"):
     return Hs, mask, {"last": last, "final": h_n[0]}[s0]
 
 
-def decode_step(m, y_prev, s_prev, Hs, mask, *, query: str = "previous", out_order: str = "s_c", **attend_mistake):
+def decode_step(m, y_prev, s_prev, Hs, mask, *, query: str = "previous", out_order: str = "s_c", in_order: str = "e_c",
+                **attend_mistake):
     """(logits, s, weights) of one decoder step with a mistake: the output layer's context from the new state
     s_t (query="new", Luong's order; the decoder's input keeps the context of s_{t-1}), [c, s] into the output
-    layer (out_order="c_s"), or one of attend's."""
+    layer (out_order="c_s"), [c, embedding] into the cell (in_order="c_e"), or one of attend's."""
     c, weights = attend(s_prev, Hs, mask, **attend_mistake)
-    s = m.decoder(torch.cat([m.tgt_embed(y_prev), c], -1), s_prev)
+    embedded = m.tgt_embed(y_prev)
+    s = m.decoder(torch.cat([embedded, c] if in_order == "e_c" else [c, embedded], -1), s_prev)
     if query == "new":
         c, weights = attend(s, Hs, mask, **attend_mistake)
     return m.out(torch.cat([s, c] if out_order == "s_c" else [c, s], -1)), s, weights
@@ -52,11 +54,18 @@ def forward(m, src, tgt_in, *, s0: str = "last", teacher: bool = True, **step_mi
     return torch.stack(logits, 1), torch.stack(weights, 1)
 
 
-def loss(logits, tgt, *, targets: str = "next", ignore_pad: bool = True) -> float:
-    """The mean cross-entropy of teacher-forced `logits` (B, T, V) with a mistake: scored against the inputs
-    tgt[:, :-1] themselves (targets="same") instead of tgt[:, 1:], or with the PAD targets counted."""
+def loss(logits, tgt, *, targets: str = "next", ignore_pad: bool = True, reduce: str = "mean") -> float:
+    """The mean cross-entropy of teacher-forced `logits` (B, T, V) over the non-PAD targets, with a mistake: scored
+    against the inputs tgt[:, :-1] themselves (targets="same") instead of tgt[:, 1:], the PAD targets counted, or
+    reduced another way: the sum divided by the batch size ("batch"), each step's mean summed over the steps
+    ("step_sum", a loop of `loss += criterion(logits[:, t], tgt[:, t + 1])`) or averaged over them ("step_mean"),
+    or each sentence's mean averaged over the sentences ("sentence_mean")."""
     y = tgt[:, 1:] if targets == "next" else tgt[:, :-1]
-    return F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=PAD if ignore_pad else -100).item()
+    nll = F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=PAD if ignore_pad else -100, reduction="none").view(y.shape)
+    kept = (y != PAD) if ignore_pad else torch.ones_like(y, dtype=torch.bool)
+    per_step, per_sentence = nll.sum(0) / kept.sum(0), nll.sum(1) / kept.sum(1)
+    return {"mean": lambda: nll.sum() / kept.sum(), "batch": lambda: nll.sum() / len(y), "step_sum": per_step.sum,
+            "step_mean": per_step.mean, "sentence_mean": per_sentence.mean}[reduce]().item()
 
 
 def argmax_tokens(m, src, steps: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -18,8 +18,10 @@ def layer_norm(m, x, eps: float, *, dims=(-1,), unbiased: bool = False, where: s
 
 
 def feed_forward(m, x, activation: str):
-    """FeedForward `m` with ReLU, the tanh approximation of GELU, or no activation ("none")."""
-    act = {"relu": F.relu, "tanh": lambda a: F.gelu(a, approximate="tanh"), "none": lambda a: a}[activation]
+    """FeedForward `m` with ReLU, the tanh approximation of GELU, its sigmoid approximation x * sigmoid(1.702 x), or no
+    activation ("none")."""
+    act = {"relu": F.relu, "tanh": lambda a: F.gelu(a, approximate="tanh"), "sigmoid": lambda a: a * torch.sigmoid(1.702 * a),
+           "none": lambda a: a}[activation]
     return m.w2(act(m.w1(x)))
 
 

@@ -10,20 +10,24 @@ import torch.nn.functional as F
 
 
 def pairs(sentences: list[list[int]], window: int, *, centre: bool = False, right: int = 0, across: bool = False,
-          swapped: bool = False, by_distance: bool = False) -> np.ndarray:
+          swapped: bool = False, by_distance: bool = False, same_word: bool = False, wrap: bool = False) -> np.ndarray:
     """Every (centre, context) pair by brute force over all position pairs, with a mistake when asked:
     the centre as its own context, the window's right edge moved by `right`, windows across sentence
-    boundaries (the corpus as one sequence), the columns swapped, or the contexts ordered by distance
-    (i - 1, i + 1, i - 2, i + 2, ...) instead of by position."""
+    boundaries (the corpus as one sequence), the columns swapped, the contexts ordered by distance
+    (i - 1, i + 1, i - 2, i + 2, ...) instead of by position, a context skipped when it is the centre's word
+    (same_word: words compared instead of positions), or positions before the start read from the sentence's end
+    (wrap: Python's negative indices)."""
     runs = [[w for s in sentences for w in s]] if across else sentences
     out = []
     for s in runs:
         for i in range(len(s)):
             if by_distance:
                 js = [j for off in range(1, window + 1) for j in (i - off, i + off) if 0 <= j < len(s)]
+            elif wrap:
+                js = [j for j in range(i - window, min(len(s), i + window + 1)) if j != i and j >= -len(s)]
             else:
                 js = [j for j in range(len(s)) if -window <= j - i <= window + right and (centre or j != i)]
-            out += [(s[j], s[i]) if swapped else (s[i], s[j]) for j in js]
+            out += [(s[j], s[i]) if swapped else (s[i], s[j]) for j in js if not (same_word and s[j] == s[i])]
     return np.array(out, dtype=np.int64).reshape(-1, 2)
 
 
@@ -76,6 +80,15 @@ def naive_loss(W, C, centers, contexts, negatives, *, form: str) -> float:
         return float(np.mean(-np.log(sigmoid[0]) - log_neg.sum(axis=1)))
 
 
+def clamped_loss(W, C, centers, contexts, negatives, *, eps: float) -> float:
+    """The loss with each log clamped: log(sigmoid(x) + eps) (or a clip of sigmoid at eps), so that a term never
+    exceeds -log(eps) however large the score."""
+    w = W[centers]
+    pos, neg = np.sum(C[contexts] * w, axis=1), np.einsum("bkd,bd->bk", C[negatives], w)
+    sigmoid = lambda x: np.exp(-np.logaddexp(0, -x))  # noqa: E731
+    return float(np.mean(-np.log(sigmoid(pos) + eps) - np.log(sigmoid(-neg) + eps).sum(axis=1)))
+
+
 def mean_over_negatives_loss(W, C, centers, contexts, negatives) -> float:
     """The negatives' term averaged over the k negatives instead of summed."""
     _, _, pos, neg = scores(W, C, centers, contexts, negatives)
@@ -91,14 +104,17 @@ def occurrence_grads(W, C, centers, contexts, negatives) -> tuple[np.ndarray, np
     return w.grad.numpy(), c_pos.grad.numpy(), c_neg.grad.numpy()
 
 
-def scatter_overwriting(W, C, centers, contexts, negatives) -> tuple[np.ndarray, np.ndarray]:
+def scatter_overwriting(W, C, centers, contexts, negatives, *, where: str = "all") -> tuple[np.ndarray, np.ndarray]:
     """dW[centers] += ...; dC[contexts] += ...; dC[negatives] += ...: buffered fancy indexing keeps one
-    contribution per repeated id within each statement."""
+    contribution per repeated id within each statement. `where` names the one statement written that way ("centers",
+    "contexts" or "negatives"; np.add.at elsewhere), or "all"."""
     gw, gc_pos, gc_neg = occurrence_grads(W, C, centers, contexts, negatives)
     dW, dC = np.zeros_like(W, dtype=np.float64), np.zeros_like(C, dtype=np.float64)
-    dW[centers] += gw
-    dC[contexts] += gc_pos
-    dC[negatives] += gc_neg
+    for grad, ids, g, name in ((dW, centers, gw, "centers"), (dC, contexts, gc_pos, "contexts"), (dC, negatives, gc_neg, "negatives")):
+        if where in ("all", name):
+            grad[ids] += g
+        else:
+            np.add.at(grad, ids, g)
     return dW, dC
 
 
@@ -131,13 +147,15 @@ def ranked(sims: np.ndarray, exclude: list[int], topn: int, ascending: bool = Fa
 
 
 def neighbours(E: np.ndarray, word: int, topn: int, *, mistake: str) -> list[int]:
-    """most_similar with a mistake: the word itself kept ("self"), ranked by dot product ("dot"), or the
-    least similar first ("ascending")."""
+    """most_similar with a mistake: the word itself kept ("self"), ranked by dot product ("dot"), the
+    least similar first ("ascending"), or the right words closest last ("closest_last": np.argsort(sims)[-topn:])."""
     cos = E @ E[word] / (np.linalg.norm(E, axis=1) * np.linalg.norm(E[word]))
     if mistake == "self":
         return ranked(cos, [], topn)
     if mistake == "dot":
         return ranked(E @ E[word], [word], topn)
+    if mistake == "closest_last":
+        return ranked(cos, [word], topn)[::-1]
     return ranked(cos, [word], topn, ascending=True)
 
 
