@@ -749,12 +749,23 @@ def test_the_probe_finds_the_grader_only_oracles_if_they_were_shipped(part1, sol
 # A venv of its own stands for a laptop without Linux: not_linux.py, loaded at its start-up, refuses to the grader's
 # code every module and call that only Linux has (its LINUX_ONLY). The bundle's `check` run there must fall back to
 # the portable tier, say so in one line, and print exactly what the sandbox prints on solutions/, starter/, every
-# catalogue mistake of parts 1 and 3, and solution files saved with CRLF line endings, a UTF-8 BOM and tabs.
+# check of parts 1 and 3 failed by a catalogue mistake, and solution files saved with CRLF line endings, a UTF-8 BOM and tabs.
 
 PARTS = ("1", "3")
 # The refusals a portable check meets, each a probe that falls back: tiers.sandbox_missing tries Linux's modules (and
 # so chooses the portable tier), runner.usable_cores asks for the process's CPU affinity (and counts the cores instead).
 PROBES = {("import fcntl", "sandbox/host/tiers.py"), ("os.sched_getaffinity", "runner.py")}
+
+
+def each_check_once(mistakes: list) -> list:
+    """The mistakes, in the catalogue's order, that fail a check no earlier one must fail: every check's failure, and
+    so every path its message takes through the worker and the runner, is compared across the two tiers once."""
+    seen, chosen = set(), []
+    for m in mistakes:
+        if m.must_fail - seen:
+            chosen.append(m)
+            seen |= m.must_fail
+    return chosen
 
 
 def not_linux_python(folder: Path) -> Path:
@@ -794,7 +805,7 @@ def checked(bundle, laptop, tmp_path_factory):
     components = [c for c in rubric.components if str(part_names.index(c.part) + 1) in PARTS]
     ids, files = [c.id for c in components], sorted({c.file for c in components})
     todo = [(SOLUTIONS, ids, "solutions"), (bundle, ids, "starter"), (crlf_bom_tabs(scratch / "crlf", files), ids, "crlf, BOM, tabs")]
-    for k, mistakes in enumerate(one_per_file(rubric, [m for m in CATALOGUE if m.component in ids])):
+    for k, mistakes in enumerate(one_per_file(rubric, each_check_once([m for m in CATALOGUE if m.component in ids]))):
         edits = [(rubric.component(m.component).file, m.old, m.new) for m in mistakes]
         variant = write_edits(SOLUTIONS, edits, scratch / f"mistakes{k}")
         todo.append((variant, [m.component for m in mistakes], "mistakes: " + "; ".join(m.name for m in mistakes)))
