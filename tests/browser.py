@@ -9,8 +9,7 @@ installs where it can), never a browser Playwright downloads: nothing is downloa
             page.goto((tmp_path / "report.html").as_uri())
             ...
 
-or, with the fixture (imported into the test module: `from browser import browser_page  # noqa: F401`), a test
-taking `browser_page`. Either skips the test, saying why, where chromium or Playwright is missing. `open_browser()`
+It skips the test, saying why, where chromium or Playwright is missing. `open_browser()`
 is the same without pytest (a benchmark's): it raises BrowserMissing instead.
 """
 from __future__ import annotations
@@ -79,15 +78,3 @@ def chromium_page(width: int = 1280, height: int = 900) -> Iterator:
         page.js_errors = []
         page.on("pageerror", lambda error: page.js_errors.append(str(error)))
         yield page
-
-
-try:
-    import pytest
-
-    @pytest.fixture
-    def browser_page():
-        """chromium_page() as a fixture: a fresh page in a headless chromium, or the test skipped, saying why."""
-        with chromium_page() as page:
-            yield page
-except ImportError:  # a benchmark imports this module where pytest may be absent
-    pass

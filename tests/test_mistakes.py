@@ -61,7 +61,7 @@ def test_the_mistake_is_caught_where_it_belongs(verdicts, mistake):
 
 
 def test_a_mistake_graded_with_others_is_judged_as_if_graded_alone(rubric, verdicts):
-    """The first group (a mistake in each of several files): each one graded alone gives the same case outcomes."""
+    """The first group (a mistake in each of several files): two of them graded alone give the same case outcomes."""
     group, files = [], set()
     for m in MISTAKES:
         if rubric.component(m.component).file not in files:
@@ -69,7 +69,7 @@ def test_a_mistake_graded_with_others_is_judged_as_if_graded_alone(rubric, verdi
             files.add(rubric.component(m.component).file)
     assert len(group) >= 4
     with isolation(rubric) as entered:
-        for m in group[:4]:
+        for m in group[:2]:
             alone = judge(rubric, m, entered, quick=True).run.results
             together = verdicts[m.component, m.name, False].run.results
             assert [(r.case.number, r.outcome.kind, r.score, r.output) for r in alone] == \

@@ -170,4 +170,4 @@ def test_a_ta_clicks_from_the_heat_map_to_a_student_and_on_to_the_feedback_and_s
         assert counts.all_inner_texts() == ["2", "3"]
         page.locator("#reteach table").first.locator("th", has_text="submissions").click()
         assert counts.all_inner_texts() == ["3", "2"]
-        assert not dialogs, dialogs
+        assert not dialogs and not page.js_errors, (dialogs, page.js_errors)
