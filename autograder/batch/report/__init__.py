@@ -25,7 +25,7 @@ def build_report(out: Path, rubric: Rubric, threshold: float = DEFAULT_THRESHOLD
     results = {r["submission_id"]: figures.read_results(out, r["submission_id"]) for r in rows}
     summary = json.loads((out / "summary.json").read_text())
     people = figures.students(rubric, rows, results)
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated = figures.when(datetime.now(timezone.utc))
     data = {
         "header": figures.header(rubric, summary, people, generated),
         "students": people,

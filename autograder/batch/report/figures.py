@@ -29,7 +29,7 @@ def case_key(number: str) -> tuple:
 def students(rubric: Rubric, rows: list[dict], results: dict[str, dict]) -> list[dict]:
     """Each submission: who submitted it, its status and score, per component its points or that it was not
     submitted, its failed cases with one line of cause each, its timing ratios, and where its feedback is."""
-    out = []
+    out, most = [], max_score(rubric)
     for row in rows:
         sid, tests = row["submission_id"], results[row["submission_id"]].get("tests", [])
         graded = row["status"] == "ok"
@@ -45,7 +45,7 @@ def students(rubric: Rubric, rows: list[dict], results: dict[str, dict]) -> list
             "emails": [n for n in row.get("email", "").split("; ") if n],
             "status": row["status"],
             "score": float(row["score"]) if graded else None,
-            "max_score": max_score(rubric),
+            "max_score": most,
             "reason": "" if graded else _reason(row, results[sid]),
             "components": {c.id: _component(c, by_component.get(c.id, []), graded) for c in rubric.components},
             "failed": [{"number": t["number"], "name": t["name"], "component": t["tags"][0], "outcome": _outcome(t),
@@ -216,14 +216,18 @@ def header(rubric: Rubric, summary: dict, people: list[dict], generated: str) ->
             "graded_at": _when(runs[-1]["started"]) if runs else "", "rubric": summary.get("rubric", {}),
             "grader_version": summary.get("grader_version", ""), "submissions": len(people),
             "graded": sum(p["status"] == "ok" for p in people),
-            "statuses": dict(Counter(p["status"] for p in people)),
-            "people": sum(max(1, len(p["names"])) for p in people)}
+            "statuses": dict(Counter(p["status"] for p in people))}
+
+
+def when(moment: datetime) -> str:
+    """A moment as a person reads it: 2026-11-27 07:18 UTC."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _when(iso: str) -> str:
-    """A run's start (ISO 8601, UTC) as a person reads it: 2026-11-27 07:18 UTC."""
+    """A run's start (ISO 8601, as summary.json holds it), as `when` writes it."""
     try:
-        return datetime.fromisoformat(iso).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return when(datetime.fromisoformat(iso))
     except ValueError:
         return iso
 
