@@ -3,12 +3,13 @@
 Both scans read the component's file and every submission file it imports
 (`from helpers import go`), so moving a use into a helper does not hide it.
 
-The forbidden scan names the modules and calls a component forbids, by their
-written form: `nn.LSTM`, `torch.nn.LSTM`, `from torch.nn import LSTM`, and any
-mention of torch's private kernel namespaces when their kernels are forbidden.
-It decides nothing: what costs points is a forbidden module or call actually
-reached, which the worker's guard refuses and records at run time
-(sandbox/worker/guard.py). A name the cases never reach (nanoGPT keeps
+The forbidden scan names the modules, calls and operators a component forbids,
+by their written form: `nn.LSTM`, `torch.nn.LSTM`, `from torch.nn import LSTM`,
+a torch name of a forbidden operator (`torch.lstm`, `torch._VF.lstm`,
+`torch.ops.aten.lstm.input`) and its schema name in a string (`"aten::lstm"`).
+It decides nothing: what costs points is a forbidden module, call or operator
+actually reached, which the worker refuses and records at run time
+(sandbox/worker/guard.py, sandbox/worker/forbidden_ops.py). A name the cases never reach (nanoGPT keeps
 `F.scaled_dot_product_attention` behind `if self.flash:`) costs nothing; runner.py
 reports it and flags it for review.
 
@@ -25,6 +26,17 @@ socket, signal, open or threading: processes, network and files are stopped at
 run time by the OS-level sandbox, and the security tests exercise those
 defences. It is a tripwire on the direct ways in, not a proof that none is left.
 
+The tamper scan reads every .py file of the submission, whoever imports it. A
+component is refused when its own file or a file it imports statically is; a
+refused file that no component imports statically refuses nothing, but no code
+can import it: a worker imports the submission only from the folder `importable`
+gives it, which holds the files whose scan (with the files each imports) found
+nothing, and only those files as they were scanned (sandbox/worker/audit.py).
+What the scan cannot read (a string compiled, a pickle loaded, a file written
+while grading) the worker's audit hooks refuse where it runs: the scan
+explains, the hooks enforce. Its module tables are theirs (audit.REACHING,
+audit.IMPORTED_ONLY), so both refuse the same modules.
+
 Both are described to students from these tables (`forbidden_rules`,
 `tamper_rules`): `autograder release` writes the words into the handouts and
 the starter docstrings.
@@ -32,35 +44,28 @@ the starter docstrings.
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
+import os
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 
-from .sandbox.host.process import WORKER_FILES
+from .sandbox.host.process import WORKER_FILES, Forbidden
+from .sandbox.worker.audit import IMPORTED_ONLY, REACHING
 
-# Names through which the kernels of a forbidden namespace can be reached.
-PRIVATE_NAMESPACES = {"torch._VF": ("_VF", "_VariableFunctions", "_VariableFunctionsClass")}
-
-# Modules that reach into the running interpreter, also when they are another module's attribute
-# (`np.ctypeslib`, `torch.serialization.pickle`, `unittest.mock.pkgutil`): its heap (gc), memory
-# (ctypes), frames (inspect), import machinery (importlib), built-ins (builtins), code objects
-# (marshal), objects rebuilt from names (pickle, dill, copyreg), modules imported and attributes
-# read from a string (pkgutil.resolve_name, pydoc.locate, runpy, mock.patch), code compiled from a
-# string (codeop), and debuggers, which read their commands from any stream (pdb, bdb);
-# `as_strided` reads and writes memory outside its array.
-REACHING = frozenset({"gc", "ctypes", "ctypeslib", "inspect", "importlib", "builtins", "marshal", "pickle", "cloudpickle",
-                      "dill", "copyreg", "as_strided", "pkgutil", "pydoc", "runpy", "mock", "codeop", "pdb", "bdb"})
-# Imported only, as their names are common words elsewhere (`torch.trace`, `exc.code`): modules that
-# run a string as code (code, timeit, profile, cProfile, trace, doctest, site's .pth files), load one
-# (zipimport) or unpickle (shelve); and the grader's own: its package, and the worker's modules,
-# loaded under their bare names (`guard`) in the student's process.
-TAMPER_MODULES = (REACHING | {"code", "timeit", "profile", "cProfile", "trace", "doctest", "site", "zipimport", "shelve",
-                              __name__.partition(".")[0]} | {Path(name).stem for name in WORKER_FILES})
+# Modules refused as a module or an attribute (REACHING: gc, ctypes, inspect, pickle...) or as an import only
+# (IMPORTED_ONLY: code, timeit, site...), the worker's audit hook refusing the same (audit.py says what each reaches);
+# and the grader's own: its package, and the worker's modules, loaded under their bare names (`guard`) in the
+# student's process.
+TAMPER_MODULES = REACHING | IMPORTED_ONLY | {__name__.partition(".")[0]} | {Path(name).stem for name in WORKER_FILES}
 # Attributes that import a module, or read an attribute, named by a string, evaluate a string as code, or
 # reach the import machinery and the frames, on whatever object holds them (sys under any name,
 # `threading._sys`, or a module that re-exports them): flagged wherever they are named.
 STRING_REACHING = frozenset({"meta_path", "path_hooks", "path_importer_cache", "settrace", "setprofile", "addaudithook",
-                             "_getframe", "_current_frames", "resolve_name", "get_field", "get_type_hints", "ForwardRef",
-                             "dictConfig", "fileConfig"})
+                             "_getframe", "_current_frames", "currentframe", "resolve_name", "get_field", "get_type_hints",
+                             "ForwardRef", "dictConfig", "fileConfig"})
 # Built-ins that run strings as code or hand out namespaces: flagged wherever they are named.
 CODE_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint"})
 # Built-ins that take an attribute name, and its position: only a literal, ordinary name is allowed,
@@ -85,10 +90,10 @@ def scan_submission(submission_dir: Path, file: str) -> list[str]:
     return _scan_files(submission_dir, file, _tampering)
 
 
-def forbidden_names(submission_dir: Path, file: str, modules: list[str], calls: list[str]) -> list[str]:
-    """Every forbidden module and call that `file` and the submission files it imports name, run or not:
-    for review, as only what runs costs points (the guard's record)."""
-    return _scan_files(submission_dir, file, lambda tree: _forbidden_uses(tree, modules, calls))
+def forbidden_names(submission_dir: Path, file: str, forbidden: Forbidden) -> list[str]:
+    """Every forbidden module, call and operator that `file` and the submission files it imports name, run or not:
+    for review, as only what runs costs points (the worker's record)."""
+    return _scan_files(submission_dir, file, lambda tree: _forbidden_uses(tree, forbidden))
 
 
 def _scan_files(submission_dir: Path, file: str, scan) -> list[str]:
@@ -101,6 +106,32 @@ def _scan_files(submission_dir: Path, file: str, scan) -> list[str]:
         prefix = "" if path.name == file else f"{path.name} "
         findings += [prefix + finding for finding in _lines(scan(tree))]
     return findings
+
+
+def python_files(submission_dir: Path) -> list[str]:
+    """Every .py file of the submission's flat folder, by name."""
+    return sorted(p.name for p in submission_dir.glob("*.py") if p.is_file())
+
+
+def importable(submission_dir: Path, files: list[str]) -> Path:
+    """The folder a worker imports the submission from, holding `files` of `submission_dir` (those whose tamper scan,
+    with the files each imports, found nothing: runner._plan): `submission_dir` itself when they are all its .py files,
+    else a copy of them in a folder of its own inside it, made once for them as they are."""
+    if sorted(files) == python_files(submission_dir):
+        return submission_dir
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256((submission_dir / name).read_bytes()).digest())
+    folder = submission_dir / f".importable-{digest.hexdigest()[:16]}"
+    if not folder.is_dir():  # two lanes may plan at once: each writes its own, the first to rename wins
+        made = Path(tempfile.mkdtemp(prefix=".making-", dir=submission_dir))
+        for name in files:
+            shutil.copyfile(submission_dir / name, made / name)
+        try:
+            os.rename(made, folder)
+        except OSError:
+            shutil.rmtree(made)
+    return folder
 
 
 def submission_files(submission_dir: Path, file: str) -> list[Path]:
@@ -117,11 +148,12 @@ def submission_files(submission_dir: Path, file: str) -> list[Path]:
     return sorted(seen)
 
 
-def scan_forbidden(path: Path, modules: list[str], calls: list[str]) -> list[str]:
+def scan_forbidden(path: Path, forbidden: Forbidden) -> list[str]:
     """'line N: import of torch' / 'line N: use of torch.nn.LSTM' / 'line N: mention of torch.nn.LayerNorm in
-    isinstance' for each forbidden name in `path` (_forbidden_uses)."""
+    isinstance' / 'line N: use of the operator aten::lstm (torch.lstm)' for each forbidden name in `path`
+    (_forbidden_uses)."""
     tree = _parse(path)
-    return _lines(_forbidden_uses(tree, modules, calls) if tree else {})
+    return _lines(_forbidden_uses(tree, forbidden) if tree else {})
 
 
 def scan_tampering(path: Path) -> list[str]:
@@ -152,9 +184,16 @@ _PARSING = threading.Lock()
 
 
 def _parse(path: Path) -> ast.Module | None:
+    """The syntax tree of `path`, None where it has none; parsed once per content, as every file is scanned for each
+    component (runner._plan). The scans only read the trees."""
+    return _parsed(path.read_bytes())
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(source: bytes) -> ast.Module | None:
     try:
         with _PARSING:
-            return ast.parse(path.read_bytes(), filename=path.name)
+            return ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # the worker reports what it cannot import
         return None
 
@@ -177,14 +216,13 @@ def _imported_names(tree: ast.AST) -> set[str]:
 MENTION = "mention of"  # a forbidden name that is not called there: it may have run without calling anything
 
 
-def _forbidden_uses(tree: ast.AST, modules: list[str], calls: list[str]) -> dict[int, str]:
-    """Per line, its strongest finding: "use of X" (called, or a base class: code no case reached, since the guard
+def _forbidden_uses(tree: ast.AST, forbidden: Forbidden) -> dict[int, str]:
+    """Per line, its strongest finding: "use of X" (called, or a base class: code no case reached, since the worker
     fails what runs), "import of M" (a forbidden module), else "mention of X ..." (named only: an isinstance check, an
-    import of the name, a reference passed on), which may have run."""
-    if not modules and not calls:
+    import of the name, a reference passed on, an operator's schema name in a string), which may have run."""
+    modules, calls = forbidden.modules, forbidden.calls
+    if not modules and not calls and not forbidden.operators:
         return {}
-    private = {alias: owner for owner, aliases in PRIVATE_NAMESPACES.items()
-               if any(c.startswith(owner + ".") for c in calls) for alias in aliases}
     aliases = _import_aliases(tree)
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
@@ -200,14 +238,15 @@ def _forbidden_uses(tree: ast.AST, modules: list[str], calls: list[str]) -> dict
                 add(node.lineno, 1, f"import of {module}")
         for written in _written_names(node):
             full = _expand(written, aliases)
-            use = (_forbidden_call(written, calls) or _forbidden_call(full, calls) or _same_kernel(full, calls)
-                   or private.get(written.rsplit(".", 1)[-1]))
+            use = _forbidden_call(written, calls) or _forbidden_call(full, calls) or _operator_named(full, forbidden.operators)
             if use:
                 add(node.lineno, *_how(node, use, called, parents))
         if isinstance(node, ast.Name) and id(node) in called and "." in _expand(node.id, aliases):  # `from torch.nn import LSTM`, then LSTM(...)
-            use = _forbidden_call(_expand(node.id, aliases), calls)
+            use = _forbidden_call(_expand(node.id, aliases), calls) or _operator_named(_expand(node.id, aliases), forbidden.operators)
             if use:
                 add(node.lineno, 0, f"use of {use}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.partition(".")[0] in forbidden.operators:
+            add(node.lineno, 2, f"{MENTION} the operator {node.value.partition('.')[0]} by its schema name")
     return {line: what for line, (_, what) in found.items()}
 
 
@@ -240,14 +279,18 @@ def _expand(written: str, aliases: dict[str, str]) -> str:
     return f"{aliases[head]}.{rest}" if head in aliases and rest else aliases.get(head, written)
 
 
-def _same_kernel(full: str, calls: list[str]) -> str | None:
-    """A forbidden call reached under another torch path (`torch._C._nn.X`, `torch.ops.aten.X.default`,
-    `torch.nn.modules.rnn.LSTM`): a torch name ending in the forbidden call's own name."""
+def _operator_named(full: str, operators: tuple[str, ...]) -> str | None:
+    """The forbidden operator that a torch name reaches: `torch.ops.NS.NAME[.overload]` names NS::NAME, and any other
+    torch name (`torch.lstm`, `torch._VF.lstm`, `torch._C._nn.scaled_dot_product_attention`, `F.layer_norm`) its
+    last part, in any namespace."""
     parts = full.split(".")
     if parts[0] != "torch" or len(parts) < 2:
         return None
-    name = parts[parts.index("aten") + 1] if "aten" in parts[:-1] else parts[-1]
-    return next((call for call in calls if call.rsplit(".", 1)[-1] == name), None)
+    if parts[1] == "ops" and len(parts) >= 4:
+        found = f"{parts[2]}::{parts[3]}" if f"{parts[2]}::{parts[3]}" in operators else None
+    else:
+        found = next((op for op in operators if op.partition("::")[2] == parts[-1]), None)
+    return f"the operator {found} ({full})" if found else None
 
 
 def _imported_modules(node: ast.AST) -> list[str]:
@@ -375,26 +418,27 @@ def _reaching_attribute(name: str, on_sys: bool) -> bool:
 
 # ---- in words: what `autograder release` writes into the handouts and starter docstrings ----------------
 
-# What the functions of a private kernel namespace also go by; the guard refuses them under every name.
-KERNEL_NAMES = {"torch._VF": "PyTorch's kernels, each also `torch.NAME`, `torch._C._VariableFunctions.NAME` and `torch.ops.aten.NAME`"}
-
-
-def forbidden_rules(modules: list[str], calls: list[str]) -> list[str]:
-    """A component's forbidden modules and calls as list items: the modules, then the calls grouped by the
-    module that holds them (in grading.yaml's order, private kernel namespaces last), every name spelled out."""
-    items = [f"importing {_names(modules, 'or')}, or a module inside one of them"] if modules else []
+def forbidden_rules(forbidden: Forbidden) -> list[str]:
+    """A component's forbidden modules, calls and operators as list items: the modules, then the calls grouped by the
+    module that holds them (in grading.yaml's order), then the operators, every name spelled out."""
+    items = [f"importing {_names(list(forbidden.modules), 'or')}, or a module inside one of them"] if forbidden.modules else []
     owners: dict[str, list[str]] = {}
-    for call in calls:
+    for call in forbidden.calls:
         owner, name = call.rsplit(".", 1)
         owners.setdefault(owner, []).append(name)
-    for owner in sorted(owners, key=lambda o: o in KERNEL_NAMES):
-        also = f" ({KERNEL_NAMES[owner]})" if owner in KERNEL_NAMES else ""
-        items.append(f"from `{owner}`{also}: {_names(owners[owner], 'and')}")
+    items += [f"from `{owner}`: {_names(names, 'and')}" for owner, names in owners.items()]
+    if forbidden.operators:
+        namespace, _, name = forbidden.operators[0].partition("::")
+        items.append(f"the operators {_names(list(forbidden.operators), 'and')}, however your code reaches them: a torch "
+                     f"function that runs one, `torch.ops.{namespace}.{name}` and the like, an operator fetched by its name "
+                     f"(`\"{namespace}::{name}\"`), TorchScript or `torch.compile`; and PyTorch's own Python implementations "
+                     "of them (in `torch._decomp` and `torch._refs`)")
     return items
 
 
 def tamper_rules() -> list[str]:
-    """The tamper scan's tables as list items, one per table."""
+    """The tamper scan's tables as list items, one per table, then what the worker refuses of the same at run time and
+    the files it leaves out (sandbox/worker/audit.py, submission.shadowed)."""
     return [
         f"these names, as a module (imported in any form, also inside a dotted name) or as an attribute (`np.ctypeslib`): "
         f"{_names(sorted(REACHING), 'and')}",
@@ -410,6 +454,14 @@ def tamper_rules() -> list[str]:
         "itself, under any name (`os.sys`, `threading._sys`), other than through one of its attributes "
         "(`sys.float_info.epsilon` is fine, `s = sys` is not)",
         f"dunder attributes (`__name__`-style) other than {_names(sorted(ALLOWED_DUNDERS), 'and')}",
+        "any of these reached while your code runs, however it gets there (a string run as code, a pickle loaded, a file "
+        "written while grading, a file of yours that a library imports by name): the grader refuses it where it runs, and "
+        "the case fails even if your code catches the error; every file of yours is read, and one it refuses cannot be "
+        "imported",
+        "a file of yours named like a module of Python's standard library or an installed package (`secrets.py`, "
+        "`numpy.py`): `import` finds that module first, so the file is left out (name your helper files otherwise)",
+        "starting another program (`subprocess`, `os.system`, `os.exec...`): a fresh interpreter would run code the "
+        "grader never read; forking a copy of your own process is fine",
     ]
 
 

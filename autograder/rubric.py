@@ -22,13 +22,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .cases import BUILDS_ON, CHECKS, DATA, FILES, SUBJECTS, TIMING
-from .sandbox.worker.guard import resolve
+from .sandbox.host.process import Forbidden
+from .sandbox.worker.forbidden_ops import resolve
 from .timing import Policy
 from .unittests import VISIBILITIES, StaffTest, StaffTestError, collect
 
 Visibility = Literal[VISIBILITIES]  # Gradescope's
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
 CallName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")]
+OperatorName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*$")]  # aten::lstm, no overload
 Positive = Annotated[float, Field(gt=0)]
 
 
@@ -73,6 +75,9 @@ class CaseSpec(Strict):
 class ForbiddenSpec(Strict):
     modules: list[ModuleName] = []  # refused at import
     calls: list[CallName] = []  # functions and classes refused wherever they are reached
+    # The dispatcher's operators, refused where they run however they are reached. One this torch lacks (another
+    # version's, another backend's) cannot run here, so there is nothing to refuse: unlike a call, it is not an error.
+    operators: list[OperatorName] = []
 
 
 class ComponentSpec(Strict):
@@ -255,8 +260,7 @@ class Component:
     file: str
     title: str
     part: str
-    forbidden_modules: list[str]
-    forbidden_calls: list[str]
+    forbidden: Forbidden
     cases: list[Case]
     not_here: int = 0  # cases a student bundle leaves out: hidden and timing cases
 
@@ -433,8 +437,8 @@ def _resolve(spec: RubricSpec, path: Path) -> Rubric:
             digest.update((path.parent / file).read_bytes())
             cases += _staff_cases(path, cid, ci, file, len(cases), d)
         _refuse_twice(path, f"components.{cid}", cases, "name")
-        components.append(Component(cid, comp.file, comp.title, part_of[cid], list(comp.forbidden.modules), list(comp.forbidden.calls), cases,
-                                    comp.not_here))
+        rules = Forbidden(tuple(comp.forbidden.modules), tuple(comp.forbidden.calls), tuple(comp.forbidden.operators))
+        components.append(Component(cid, comp.file, comp.title, part_of[cid], rules, cases, comp.not_here))
     _refuse_twice(path, "components", [k for c in components for k in c.cases], "number")
     solutions, expected = ((path.parent / p).resolve() if p else None for p in (spec.solutions, spec.expected))
     _refuse_missing(path, components, solutions, expected, [f for c in spec.components.values() for f in c.unittests])

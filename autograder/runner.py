@@ -27,9 +27,10 @@ import torch
 from . import unittests
 from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING
 from .expected import Live, Replay
-from .forbidden import forbidden_names, scan_submission, syntax_error
+from .forbidden import forbidden_names, importable, python_files, scan_submission, syntax_error
 from .outcome import GRADER_FAILED, INTERNAL_ERROR, PASSED, Ended, Outcome
 from .reference import Reference
+from .returns import Boundary
 from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
 from .sandbox.host.floor import Floor
@@ -132,6 +133,7 @@ def grade(
     machine: Path | None = None,
     reference: Slot | None = None,
     timing: bool | None = None,
+    template: Template | None = None,
 ) -> GradeRun:
     """Grade `submission` under `isolation` (entered); every student process is dead when this returns.
     Expected values come from the reference modules, or from the rubric's recording in a student bundle
@@ -144,7 +146,10 @@ def grade(
     across grades (a batch job: timing.renew); else this grade starts its own and stops it.
 
     `timing`: None grades every case; True only the timing cases, False all the others, each component that has
-    none of them left out (a batch on a cluster grades the two apart, and `merged` joins them)."""
+    none of them left out (a batch on a cluster grades the two apart, and `merged` joins them).
+
+    `template`: the template to fork the workers from, when the caller keeps one across grades of the course's own
+    code (verify's variants of solutions/); else this grade starts one for this submission alone, and closes it."""
     started = time.monotonic()
     run = GradeRun(isolation={**isolation.record(), "held": {}}, rubric=rubric.record)
     if expected is None:
@@ -182,8 +187,10 @@ def grade(
     # cases' own requests import (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a
     # parent-death signal follows the thread that started the process, and the lanes' threads end before grading does.
     modules = template_modules(_imports([k for _, cases in todo for k in cases]))
-    forks = isolation.tier.walled and any(c.file in submission.files and forkable(c.forbidden_modules, modules) for c, cases in todo if cases)
-    template = _template(isolation.tier, modules) if forks else None
+    forks = isolation.tier.walled and any(c.file in submission.files and forkable(c.forbidden.modules, modules) for c, cases in todo if cases)
+    own_template = template is None
+    if own_template:
+        template = _template(isolation.tier, modules) if forks else None
     pipeline = _Pipeline(order, floor, isolation.tier, reference,
                          lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
 
@@ -206,7 +213,7 @@ def grade(
             pipeline.stop()
             if own_reference:
                 reference.stop()
-            if template:
+            if own_template and template:
                 template.close()
     if speed.unseen:  # said once for the run too, where the isolation tier is
         run.isolation["notes"] = [*run.isolation.get("notes", []), speed.unseen]
@@ -380,8 +387,10 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
     broken = syntax_error(submission.dir / component.file)
     if broken:
         return _Plan(component, cases, tier, early=StudentRaised("SyntaxError", str(broken), []).outcome())
-    named = forbidden_names(submission.dir, component.file, component.forbidden_modules, component.forbidden_calls)
-    slot = Slot(submission.dir, component.forbidden_modules, component.forbidden_calls, _limits(cases, rubric), tier,
+    named = forbidden_names(submission.dir, component.file, component.forbidden)
+    # Every file of the submission is scanned; the worker can import only those that passed (with what they import).
+    passed = [f for f in python_files(submission.dir) if f == component.file or not scan_submission(submission.dir, f)]
+    slot = Slot(importable(submission.dir, passed), component.forbidden, _limits(cases, rubric), tier,
                 _imports(cases), template)
     return _Plan(component, cases, tier, slot, named=named)
 
@@ -421,9 +430,11 @@ def _start_quietly(slot: Slot) -> None:
 
 def _shares(cases: list[Case]) -> list[list[Case]]:
     """A component's cases by the imports they need of their own (cases.IMPORTS), each group in a worker of its own:
-    the first holds the cases that need none. A component without cases is one empty share."""
+    the first holds the cases that need none. A component without cases is one empty share. Within a share the
+    visible cases run first, so that nothing a student's module keeps from a hidden case's inputs can show in what a
+    visible case shows (the results still come in the rubric's order: _InOrder)."""
     groups: dict[tuple, list[Case]] = {(): []}
-    for case in cases:
+    for case in sorted(cases, key=lambda case: not case.visible):
         groups.setdefault(IMPORTS.get(case.check, ()), []).append(case)
     return [part for key, part in groups.items() if part or not key]
 
@@ -562,6 +573,10 @@ def _causes_first(results: list[CaseResult]) -> list[CaseResult]:
     return noted
 
 
+SET_BACK = ("Your code changed global settings, which the grader set back after each call (they neither help nor hurt, "
+            "in any case or timing): ")
+
+
 def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, root: Path, timeout: float | None = None) -> CaseResult:
     """`root`: the rubric's folder, where a staff test's file is (unittests.py)."""
     started = time.monotonic()
@@ -571,12 +586,14 @@ def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, roo
         return CaseResult(case, Outcome("skipped", f"Skipped: no GPU here, and timing cases are skipped without one.{unseen}",
                                         extra=speed.record()), counted=False)
     outcome = _outcome(student.start)  # under a start-up deadline of its own, not the case's time limit
-    proxy = student.proxy(Deadline.after(case.timeout if timeout is None else timeout))
+    proxy = student.proxy(Deadline.after(case.timeout if timeout is None else timeout), Boundary())
     if outcome.passed:
         check = functools.partial(unittests.run, root, case) if case.unittest else functools.partial(CHECKS[case.check], **case.params)
         outcome = _outcome(lambda: check(Trial(case, proxy, expected, secret, speed)))
     if not counted and outcome.passed:
         outcome = replace(outcome, message=outcome.message + " Reported only: without a GPU, timing earns no points here.")
+    if proxy.set_back:
+        outcome = replace(outcome, message=f"{outcome.message} {SET_BACK}{', '.join(proxy.set_back)}.")
     shown = printable(proxy.printed.text, keep="\n\t") if case.visible else ""  # hidden inputs must not show through prints
     return CaseResult(case, outcome, time.monotonic() - started, counted, shown, proxy.printed.more if case.visible else 0)
 

@@ -15,6 +15,14 @@ is reported with the rename to make, and graded only when the rubric accepts
 misnamed files. An assignment of some parts grades their component files only:
 another part's file is ignored, and says so.
 
+Every other .py file beside the component files is copied, for them to import,
+but for one named like a module that `import` finds first (one of Python's
+standard library, an installed package, or the grader's own worker modules):
+such a file could never be imported under its name, so it is ignored and the
+account says to rename it (the worker's folder is not on sys.path, so no file
+stands in for such a module: sandbox/worker/audit.py). A copied file that the
+tamper scan refuses says so too: nothing can import it (forbidden.importable).
+
 A submission is read only inside itself. A link in it (a symbolic link in a
 folder, a zip entry with link mode bits) is followed one step, to a file of the
 submission, taken within it; any other link (absolute, climbing out, to a
@@ -28,10 +36,12 @@ from __future__ import annotations
 import ast
 import codecs
 import errno
+import importlib.machinery
 import json
 import os
 import re
 import stat
+import sys
 import tokenize
 import zipfile
 import zlib
@@ -42,6 +52,8 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from .cases import FILES
+from .forbidden import scan_tampering
+from .sandbox.host.process import WORKER_FILES
 
 API_FILES = frozenset(FILES.values())
 FILE_ORDER = tuple(sorted(API_FILES))  # for messages
@@ -319,10 +331,20 @@ class _Sorting:
         if len(data) > MAX_FILE_BYTES:
             self.entries[rel] = FileEntry(rel, "skipped", f"{rel} is {_size(len(data))}, more than the {MAX_FILE_BYTES >> 10} KiB the grader reads")
             return
+        name = PurePosixPath(rel).name
+        found_first = shadowed(name.removesuffix(".py"))
+        if found_first:
+            stem = name.removesuffix(".py")
+            self.entries[rel] = FileEntry(rel, "ignored", f"named like {found_first}, which `import {stem}` imports instead: no code "
+                                                          f"can import this file under its name; rename it (to {stem}_helpers.py, "
+                                                          "say) and import it by its new name")
+            return
         data, converted = _utf8(data)
-        (self.workdir / PurePosixPath(rel).name).write_bytes(data)
-        self.entries[rel] = FileEntry(rel, "copied", "; ".join(["not a component file; your graded files may import it"]
-                                                               + [converted] * bool(converted)))
+        (self.workdir / name).write_bytes(data)
+        refused = scan_tampering(self.workdir / name)
+        how = (f"refused by the grader's scan, so no code can import it: {'; '.join(refused[:3])}" if refused
+               else "your graded files may import it")
+        self.entries[rel] = FileEntry(rel, "copied", "; ".join([f"not a component file; {how}"] + [converted] * bool(converted)))
 
     def _account(self) -> tuple[FileEntry, ...]:
         """An entry per file, in the submission's order; files ignored for their place are counted per folder."""
@@ -346,6 +368,28 @@ class _Sorting:
                 counted = out.get(group)
                 out[group] = FileEntry(group, "ignored", why, counted.files + 1 if counted else 1)
         return tuple(out.values())
+
+
+def shadowed(stem: str) -> str | None:
+    """What `import STEM` finds before a submission's file STEM.py, if anything: a module of Python's standard library,
+    an installed package (on the Python installation's part of sys.path, as the worker has it) or a module of the
+    grader's worker, which the worker has loaded under that name."""
+    if not stem.isidentifier():
+        return None
+    if stem in sys.stdlib_module_names:
+        return f"`{stem}`, a module of Python's standard library"
+    if stem in {PurePosixPath(name).stem for name in WORKER_FILES}:
+        return f"`{stem}`, a module of the grader's worker"
+    if importlib.machinery.PathFinder.find_spec(stem, _library_paths()) is not None:
+        return f"`{stem}`, an installed package"
+    return None
+
+
+def _library_paths() -> list[str]:
+    """The folders of sys.path inside the Python installation (its standard library, site-packages), not those a
+    program or a test adds."""
+    prefixes = tuple(os.path.join(os.path.realpath(p), "") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    return [p for p in sys.path if p and os.path.join(os.path.realpath(p), "").startswith(prefixes)]
 
 
 def _aside(rel: str) -> bool:

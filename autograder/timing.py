@@ -26,7 +26,7 @@ import torch
 
 from .judge import CaseFailed
 from .outcome import Ended
-from .sandbox.host.process import Deadline, Limits
+from .sandbox.host.process import Deadline, Forbidden, Limits
 from .sandbox.host.proxy import Proxy, Slot
 from .sandbox.host.tiers import Tier
 
@@ -58,7 +58,7 @@ class Policy:
 def reference_slot(solutions_dir: Path, tier: Tier, limits: Limits) -> Slot:
     """The reference's worker for timing cases, started on first use. It runs staff code only, so at the root
     tier it keeps the grader's uid rather than the students'."""
-    return Slot(solutions_dir, [], [], limits, dataclasses.replace(tier, student_id=None), staff=True)
+    return Slot(solutions_dir, Forbidden(), limits, dataclasses.replace(tier, student_id=None), staff=True)
 
 
 def renew(reference: Slot) -> None:

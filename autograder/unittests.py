@@ -10,6 +10,10 @@ method as a check (`run`), so a staff test ends in one Outcome like every other 
 - it returned: passed, worth `set_score`'s share of its weight under `partial_credit`;
 - an assertion failed (`self.assert*`, `self.fail`): a wrong answer, its message the feedback (or the
   `hide_errors` text); the student's code raising, timing out or crashing ends it as in any check;
+- the grader explained the failure itself: a return of another type, dtype or shape than the student API declares
+  (returns.py checks each one before the test sees it), or the judge's comparison (`self.close`): in its own words,
+  `hide_errors` or not, for a `hide_errors` text names what the test's own assertions check, a cause this failure
+  did not show. The grader's words follow the visible/hidden rules as any check's do (never a hidden expected value);
 - anything else is the test's own bug: the grader's internal error, which never passes (runner._outcome).
 """
 from __future__ import annotations
@@ -23,7 +27,6 @@ import unittest
 from dataclasses import dataclass
 from pathlib import Path
 
-from .expected import Diverged
 from .judge import CaseFailed
 from .outcome import Outcome
 from .sandbox.host.process import CallTimeout
@@ -124,10 +127,6 @@ def run(root: Path, case, t) -> Outcome:
             test.doCleanups()
     except AssertionError as exc:
         raise CaseFailed(case.hide_errors or str(exc) or "The staff test's assertion failed.") from None
-    except CaseFailed as exc:
-        if case.hide_errors and not isinstance(exc, Diverged):  # a replay's limit is not the student's mistake
-            raise CaseFailed(case.hide_errors) from None
-        raise
     deadline = t.student.deadline
     if time.monotonic() > deadline.at:
         raise CallTimeout(deadline.seconds)

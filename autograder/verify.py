@@ -24,10 +24,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .cases import TIMING
+from .cases import IMPORTS, TIMING
 from .rubric import Rubric, read_yaml
 from .outcome import INTERNAL_ERROR
 from .runner import CaseResult, GradeRun, grade
+from .sandbox.host.process import start_template, template_modules
+from .sandbox.host.template import Template
 from .sandbox.host.tiers import Isolation, isolation_for
 from .submission import open_submission
 
@@ -112,9 +114,11 @@ def course_isolation(rubric: Rubric) -> Isolation:
     return isolation_for(rubric.path.parent, rubric.solutions_dir)
 
 
-def grade_folder(rubric: Rubric, folder: Path, isolation: Isolation, component_ids: list[str] | None = None) -> GradeRun:
+def grade_folder(rubric: Rubric, folder: Path, isolation: Isolation, component_ids: list[str] | None = None,
+                 template: Template | None = None) -> GradeRun:
     with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
-        return grade(rubric, open_submission(folder, Path(scratch)), secret=SECRET, isolation=isolation, component_ids=component_ids)
+        return grade(rubric, open_submission(folder, Path(scratch)), secret=SECRET, isolation=isolation, component_ids=component_ids,
+                     template=template)
 
 
 def _lost(r: CaseResult) -> bool:
@@ -178,8 +182,19 @@ def judge(rubric: Rubric, mistake: Mistake, isolation: Isolation, quick: bool = 
 def judge_each(rubric: Rubric, mistakes: list[Mistake], isolation: Isolation, quick: bool = False) -> Iterator[Verdict]:
     """Each mistake judged as `judge` judges it, several graded at once: one variant holds one mistake in each of
     several files, and one grade takes the components of all those files. No solution imports another, so each file's
-    components see their own mistake alone; the grade's start-up (a template that imports torch) is paid once for the
-    group. Verdicts come group by group."""
+    components see their own mistake alone. The variants are the course's own code, edits of solutions/, so their
+    workers fork from one template (a process that imports torch) kept for every group. Verdicts come group by group."""
+    imports = tuple(dict.fromkeys(m for c in rubric.components for k in c.cases for m in IMPORTS.get(k.check, ())))
+    template = start_template(isolation.tier, template_modules(imports)) if isolation.tier.walled else None  # else each grade's own
+    try:
+        yield from _judge_groups(rubric, mistakes, isolation, quick, template)
+    finally:
+        if template:
+            template.close()
+
+
+def _judge_groups(rubric: Rubric, mistakes: list[Mistake], isolation: Isolation, quick: bool,
+                  template: Template | None) -> Iterator[Verdict]:
     for group in one_per_file(rubric, mistakes):
         files = {m: rubric.component(m.component).file for m in group}
         components = []
@@ -189,7 +204,7 @@ def judge_each(rubric: Rubric, mistakes: list[Mistake], isolation: Isolation, qu
                            for c in rubric.components if c.file == files[m]]
         with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
             folder = write_edits(rubric.solutions_dir, [(files[m], m.old, m.new) for m in group], Path(scratch) / "variant")
-            run = grade_folder(dataclasses.replace(rubric, components=components), folder, isolation)
+            run = grade_folder(dataclasses.replace(rubric, components=components), folder, isolation, template=template)
         for m in group:
             yield Verdict(m, _only(run, {c.id for c in rubric.components if c.file == files[m]}))
 

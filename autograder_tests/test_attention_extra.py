@@ -26,6 +26,8 @@ class AttentionExtra(TestCase):
         """permuting the keys and their values together leaves the output unchanged"""
         Q, K, V = qkv(self.rng)
         order = torch.from_numpy(self.rng.permutation(K.shape[-2]))
-        want = self.expect(lambda ref: ref.attention.scaled_dot_product_attention(Q, K, V))
-        got = self.student.attention.scaled_dot_product_attention(Q, K[:, :, order], V[:, :, order])
-        self.close(got, want, "scaled_dot_product_attention with the keys and values reordered")
+        # The student's own output with the keys in order, not the reference's: the message above says that reordering
+        # changed the output, and only this comparison shows that (a wrong scale, say, is another test's to name).
+        plain = self.student.attention.scaled_dot_product_attention(Q, K, V)
+        reordered = self.student.attention.scaled_dot_product_attention(Q, K[:, :, order], V[:, :, order])
+        self.assertTrue(torch.allclose(reordered, plain, rtol=1e-9, atol=1e-12, equal_nan=True))

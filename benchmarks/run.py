@@ -6,6 +6,7 @@
     python3 benchmarks/run.py --gpu-only --gpu-json $OUT/gpu.json --out $OUT/gpu.md   # on a GPU: section 6 only
     .venv/bin/python benchmarks/run.py --refresh-gpu-section   # BENCHMARKS.md's section 6 again from gpu.json
     .venv/bin/python benchmarks/run.py --only-report    # section 7 alone, measured and rewritten in place (5 minutes)
+    .venv/bin/python benchmarks/run.py --only-walls     # section 8 alone, measured and rewritten in place (4 minutes)
 
 Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
@@ -20,7 +21,9 @@ from that file, saying where and when it was measured, or that no GPU was
 available. Section 7 measures the class report of 300 submissions: how long
 `autograder report` takes, its size, and how fast the page opens in headless
 chromium (benchmarks/class_report.py, which also builds that class alone for a
-person to look at).
+person to look at). Section 8 measures what the worker's run-time walls cost: a
+full grade and the timing verdicts with the forbidden operators refused and
+without (benchmarks/walls.py).
 """
 from __future__ import annotations
 
@@ -57,13 +60,13 @@ from autograder.outcome import Ended  # noqa: E402
 from autograder.rubric import Rubric, load_rubric  # noqa: E402
 from autograder.reference import Reference  # noqa: E402
 from autograder.runner import GradeRun, grade  # noqa: E402
-from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, Worker, start_template  # noqa: E402
+from autograder.sandbox.host.process import Deadline, Forbidden, Forked, Limits, Started, Worker, start_template  # noqa: E402
 from autograder.sandbox.host.proxy import Slot  # noqa: E402
 from autograder.sandbox.host.template import Template  # noqa: E402
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files  # noqa: E402
 from autograder.submission import open_submission  # noqa: E402
 from autograder.timing import Policy, Speed, reference_slot, verdict  # noqa: E402
-from benchmarks import class_report  # noqa: E402
+from benchmarks import class_report, walls  # noqa: E402
 from benchmarks.class_batch import GPU_CLASS, class_parts, class_runs, section_class  # noqa: E402
 from benchmarks.common import BENCHMARKS_MD, SOLUTIONS, busy_cpu as _busy_cpu, read_lines as _read, replace_section, table  # noqa: E402
 
@@ -161,7 +164,7 @@ def worker_startup(tier: Tier, runs: int = 5) -> tuple[float, float, float]:
     hello, first_torch, forks = [], [], []
     try:
         for use in [None] * runs + [template] * (runs + 1):
-            slot = Slot(SOLUTIONS, [], [], Limits(), tier, template=use)
+            slot = Slot(SOLUTIONS, Forbidden(), Limits(), tier, template=use)
             try:
                 started = time.perf_counter()
                 slot.start()
@@ -178,7 +181,7 @@ def worker_startup(tier: Tier, runs: int = 5) -> tuple[float, float, float]:
 
 def call_overhead(tier: Tier, calls: int = 200) -> float:
     """Median seconds of a request that does nearly nothing in the worker: the price of one round trip."""
-    slot = Slot(SOLUTIONS, [], [], Limits(), tier)
+    slot = Slot(SOLUTIONS, Forbidden(), Limits(), tier)
     student = slot.proxy(Deadline.after(600))
     try:
         student.math.sqrt(4.0)  # the first request imports math; not a round trip's price
@@ -619,7 +622,7 @@ def probe(rubric: Rubric, tier: Tier) -> dict:
         found.update(timing_device=speed.device, device_name=speed.device_name, unseen=speed.unseen)
     finally:
         reference.stop()
-    slot = Slot(SOLUTIONS, [], [], Limits(), tier.with_id(0))
+    slot = Slot(SOLUTIONS, Forbidden(), Limits(), tier.with_id(0))
     try:
         student = slot.proxy(Deadline.after(120))
         ones = student.call(student.torch.ones, 1024, device="cuda")
@@ -769,6 +772,15 @@ def report_section(rubric: Rubric, size: int, root: Path | None, command: str, s
     return class_report.section(figures, measured)
 
 
+def walls_section(rubric: Rubric, timing_rubric: Rubric, tier: Tier, runs: int, command: str, started: datetime.datetime, log) -> str:
+    """Section 8 measured now (benchmarks/walls.py): it may be rewritten alone (--only-walls)."""
+    clock = time.monotonic()
+    figures = walls.run(rubric, tier, grade_folder, timing_rubric, runs, log)
+    measured = (f"Measured by `{command}` on {started.strftime('%Y-%m-%d %H:%M %Z').strip()}, commit {_commit()}, in "
+                f"{(time.monotonic() - clock) / 60:.1f} min.")
+    return walls.section(figures, measured)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -794,6 +806,9 @@ def main(argv: list[str] | None = None) -> None:
                         "folder)")
     parser.add_argument("--only-report", action="store_true", help="measure section 7 only, and rewrite it in --out in "
                         "place, keeping the other sections")
+    parser.add_argument("--walls-runs", type=int, default=3, help="grades each way of section 8 (default 3; 0: leave it out)")
+    parser.add_argument("--only-walls", action="store_true", help="measure section 8 only, and rewrite it in --out in place, "
+                        "keeping the other sections")
     parser.add_argument("--probe", action="store_true", help="say whether the workers see the GPU, and stop (status 3 "
                         "when they do not)")
     args = parser.parse_args(argv)
@@ -821,6 +836,12 @@ def main(argv: list[str] | None = None) -> None:
         log(f"wrote section 7 of {out}")
         return
     tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
+    if args.only_walls:
+        section = walls_section(rubric, timing_rubric, tier, args.walls_runs or 3, command, started, log)
+        text = out.read_text() if out.exists() else "# Benchmarks\n"
+        out.write_text(replace_section(text, walls.SECTION, section))
+        log(f"wrote section 8 of {out}")
+        return
 
     if args.probe or args.gpu_only:
         log(f"isolation tier: {tier.name}; do the workers see the GPU?")
@@ -860,11 +881,13 @@ def main(argv: list[str] | None = None) -> None:
             klass = class_runs(rubric, args.class_size, len(os.sched_getaffinity(0)), Path(scratch))
     report = (report_section(rubric, args.report_size, args.report_dir, command, started, log) if args.report_size
               else class_report.section(None))
+    walled = (walls_section(rubric, timing_rubric, tier, args.walls_runs, command, started, log) if args.walls_runs
+              else walls.section(None, ""))
 
     text = "\n\n".join([section_machine(machine(tier), command, started, time.monotonic() - clock),
                         section_wall(grades, startup, overhead), section_stability(per_case, rubric.timing),
                         section_variants(variants, rubric.timing), section_builtins(against, args.pairs),
-                        section_class(klass), section_gpu(load_gpu(args.gpu_json)), report])
+                        section_class(klass), section_gpu(load_gpu(args.gpu_json)), report, walled])
     out.write_text(text + "\n")
     log(f"wrote {out}")
 

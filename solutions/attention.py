@@ -19,23 +19,35 @@ Forbidden in components `attention` and `causal_mask`:
 - from `torch.nn.functional`: `scaled_dot_product_attention` and
   `multi_head_attention_forward`
 - from `torch.nn`: `MultiheadAttention`
+- from `torch.nn.attention.flex_attention`: `flex_attention`
 - from `torch.ao.nn.quantizable`: `MultiheadAttention`
-- from `torch._VF` (PyTorch's kernels, each also `torch.NAME`,
-  `torch._C._VariableFunctions.NAME` and `torch.ops.aten.NAME`):
-  `_scaled_dot_product_attention_math`,
-  `_scaled_dot_product_flash_attention_for_cpu`,
-  `_scaled_dot_product_flash_attention`,
-  `_scaled_dot_product_efficient_attention`,
-  `_scaled_dot_product_cudnn_attention` and `_native_multi_head_attention`
+- the operators `aten::scaled_dot_product_attention`,
+  `aten::_scaled_dot_product_attention_math`,
+  `aten::_scaled_dot_product_attention_math_for_mps`,
+  `aten::_scaled_dot_product_flash_attention`,
+  `aten::_scaled_dot_product_flash_attention_for_cpu`,
+  `aten::_scaled_dot_product_efficient_attention`,
+  `aten::_scaled_dot_product_cudnn_attention`,
+  `aten::_scaled_dot_product_fused_attention_overrideable`,
+  `aten::_flash_attention_forward`, `aten::_efficient_attention_forward`,
+  `aten::_cudnn_attention_forward`, `aten::_native_multi_head_attention`,
+  `aten::_triton_multi_head_attention`, `aten::_triton_scaled_dot_attention`,
+  `aten::_transformer_encoder_layer_fwd`, `aten::_masked_softmax`,
+  `aten::_safe_softmax` and `higher_order::flex_attention`, however your code
+  reaches them: a torch function that runs one,
+  `torch.ops.aten.scaled_dot_product_attention` and the like, an operator
+  fetched by its name (`"aten::scaled_dot_product_attention"`), TorchScript or
+  `torch.compile`; and PyTorch's own Python implementations of them (in
+  `torch._decomp` and `torch._refs`)
 
 A forbidden call that your code makes while it is graded fails every case of
 the component, with the call and its line in the feedback, however your code
 reaches it: by an alias, through another module that holds it, with `getattr`,
-or by creating or subclassing a forbidden class. Importing a forbidden module
-fails the same way. A forbidden name in code that never runs (a call in a
-branch the cases never take, an import in a function nothing calls) costs
-nothing: the grader reports it, with its line, and flags it for course staff to
-review.
+or by creating or subclassing a forbidden class. So does any of your code that
+runs a forbidden operator, whatever route reaches it, and importing a forbidden
+module. A forbidden name in code that never runs (a call in a branch the cases
+never take, an import in a function nothing calls) costs nothing: the grader
+reports it, with its line, and flags it for course staff to review.
 
 Your files, and every file of yours they import, may not use the interpreter's
 back doors, which no solution needs. The grader reads your files before running
@@ -49,10 +61,11 @@ name`, a `case C(name=...)` pattern. Refused:
   `cloudpickle`, `codeop`, `copyreg`, `ctypes`, `ctypeslib`, `dill`, `gc`,
   `importlib`, `inspect`, `marshal`, `mock`, `pdb`, `pickle`, `pkgutil`,
   `pydoc` and `runpy`
-- importing `autograder`, `cProfile`, `code`, `doctest`, `guard`, `profile`,
-  `seccomp`, `shelve`, `site`, `timeit`, `trace`, `walls`, `wire`, `worker` or
-  `zipimport`, or any module whose name starts with `_` (`_ctypes`, `__main__`;
-  `from __future__` is fine)
+- importing `audit`, `autograder`, `cProfile`, `code`, `doctest`,
+  `forbidden_ops`, `guard`, `profile`, `rlcompleter`, `seccomp`, `shelve`,
+  `site`, `timeit`, `trace`, `walls`, `wire`, `worker` or `zipimport`, or any
+  module whose name starts with `_` (`_ctypes`, `__main__`; `from __future__`
+  is fine)
 - the built-ins `__import__`, `breakpoint`, `compile`, `eval`, `exec`,
   `globals`, `locals` and `vars`, and `__builtins__`, wherever they are named,
   called or not
@@ -64,10 +77,10 @@ name`, a `case C(name=...)` pattern. Refused:
   `f_builtins`, `f_code`, `f_globals`, `f_locals`, `gi_frame`, `tb_frame`,
   `tb_next`, `walk_stack` and `walk_tb`
 - the attributes `ForwardRef`, `_current_frames`, `_getframe`, `addaudithook`,
-  `dictConfig`, `fileConfig`, `get_field`, `get_type_hints`, `meta_path`,
-  `path_hooks`, `path_importer_cache`, `resolve_name`, `setprofile` and
-  `settrace`, on any object: they import, read or run what a string names, or
-  reach the import machinery and the frames
+  `currentframe`, `dictConfig`, `fileConfig`, `get_field`, `get_type_hints`,
+  `meta_path`, `path_hooks`, `path_importer_cache`, `resolve_name`,
+  `setprofile` and `settrace`, on any object: they import, read or run what a
+  string names, or reach the import machinery and the frames
 - on `sys`: `modules` and `monitoring`, and every name that starts with `_`
   (`sys._getframe`); and `sys` itself, under any name (`os.sys`,
   `threading._sys`), other than through one of its attributes
@@ -75,6 +88,17 @@ name`, a `case C(name=...)` pattern. Refused:
 - dunder attributes (`__name__`-style) other than `__call__`, `__class__`,
   `__doc__`, `__getitem__`, `__init__`, `__len__`, `__module__`, `__name__`,
   `__qualname__`, `__repr__`, `__str__` and `__version__`
+- any of these reached while your code runs, however it gets there (a string
+  run as code, a pickle loaded, a file written while grading, a file of yours
+  that a library imports by name): the grader refuses it where it runs, and the
+  case fails even if your code catches the error; every file of yours is read,
+  and one it refuses cannot be imported
+- a file of yours named like a module of Python's standard library or an
+  installed package (`secrets.py`, `numpy.py`): `import` finds that module
+  first, so the file is left out (name your helper files otherwise)
+- starting another program (`subprocess`, `os.system`, `os.exec...`): a fresh
+  interpreter would run code the grader never read; forking a copy of your own
+  process is fine
 """
 
 from __future__ import annotations

@@ -22,10 +22,11 @@ name`, a `case C(name=...)` pattern. Refused:
   `cloudpickle`, `codeop`, `copyreg`, `ctypes`, `ctypeslib`, `dill`, `gc`,
   `importlib`, `inspect`, `marshal`, `mock`, `pdb`, `pickle`, `pkgutil`,
   `pydoc` and `runpy`
-- importing `autograder`, `cProfile`, `code`, `doctest`, `guard`, `profile`,
-  `seccomp`, `shelve`, `site`, `timeit`, `trace`, `walls`, `wire`, `worker` or
-  `zipimport`, or any module whose name starts with `_` (`_ctypes`, `__main__`;
-  `from __future__` is fine)
+- importing `audit`, `autograder`, `cProfile`, `code`, `doctest`,
+  `forbidden_ops`, `guard`, `profile`, `rlcompleter`, `seccomp`, `shelve`,
+  `site`, `timeit`, `trace`, `walls`, `wire`, `worker` or `zipimport`, or any
+  module whose name starts with `_` (`_ctypes`, `__main__`; `from __future__`
+  is fine)
 - the built-ins `__import__`, `breakpoint`, `compile`, `eval`, `exec`,
   `globals`, `locals` and `vars`, and `__builtins__`, wherever they are named,
   called or not
@@ -37,10 +38,10 @@ name`, a `case C(name=...)` pattern. Refused:
   `f_builtins`, `f_code`, `f_globals`, `f_locals`, `gi_frame`, `tb_frame`,
   `tb_next`, `walk_stack` and `walk_tb`
 - the attributes `ForwardRef`, `_current_frames`, `_getframe`, `addaudithook`,
-  `dictConfig`, `fileConfig`, `get_field`, `get_type_hints`, `meta_path`,
-  `path_hooks`, `path_importer_cache`, `resolve_name`, `setprofile` and
-  `settrace`, on any object: they import, read or run what a string names, or
-  reach the import machinery and the frames
+  `currentframe`, `dictConfig`, `fileConfig`, `get_field`, `get_type_hints`,
+  `meta_path`, `path_hooks`, `path_importer_cache`, `resolve_name`,
+  `setprofile` and `settrace`, on any object: they import, read or run what a
+  string names, or reach the import machinery and the frames
 - on `sys`: `modules` and `monitoring`, and every name that starts with `_`
   (`sys._getframe`); and `sys` itself, under any name (`os.sys`,
   `threading._sys`), other than through one of its attributes
@@ -48,6 +49,17 @@ name`, a `case C(name=...)` pattern. Refused:
 - dunder attributes (`__name__`-style) other than `__call__`, `__class__`,
   `__doc__`, `__getitem__`, `__init__`, `__len__`, `__module__`, `__name__`,
   `__qualname__`, `__repr__`, `__str__` and `__version__`
+- any of these reached while your code runs, however it gets there (a string
+  run as code, a pickle loaded, a file written while grading, a file of yours
+  that a library imports by name): the grader refuses it where it runs, and the
+  case fails even if your code catches the error; every file of yours is read,
+  and one it refuses cannot be imported
+- a file of yours named like a module of Python's standard library or an
+  installed package (`secrets.py`, `numpy.py`): `import` finds that module
+  first, so the file is left out (name your helper files otherwise)
+- starting another program (`subprocess`, `os.system`, `os.exec...`): a fresh
+  interpreter would run code the grader never read; forking a copy of your own
+  process is fine
 """
 
 from __future__ import annotations

@@ -19,20 +19,30 @@ Forbidden in this component:
 - from `torch.nn`: `RNN`, `RNNCell`, `GRU`, `GRUCell`, `LSTM` and `LSTMCell`
 - from `torch.ao.nn.quantizable`: `LSTM` and `LSTMCell`
 - from `torch.ao.nn.quantized.dynamic`: `LSTM`
-- from `torch._VF` (PyTorch's kernels, each also `torch.NAME`,
-  `torch._C._VariableFunctions.NAME` and `torch.ops.aten.NAME`): `rnn_tanh`,
-  `rnn_relu`, `gru`, `lstm`, `rnn_tanh_cell`, `rnn_relu_cell`, `gru_cell`,
-  `lstm_cell`, `quantized_lstm_cell`, `quantized_gru_cell`,
-  `quantized_rnn_tanh_cell` and `quantized_rnn_relu_cell`
+- the operators `aten::rnn_tanh`, `aten::rnn_relu`, `aten::gru`, `aten::lstm`,
+  `aten::rnn_tanh_cell`, `aten::rnn_relu_cell`, `aten::gru_cell`,
+  `aten::lstm_cell`, `aten::_thnn_fused_lstm_cell`,
+  `aten::_thnn_fused_gru_cell`, `aten::_cudnn_rnn`, `aten::miopen_rnn`,
+  `aten::mkldnn_rnn_layer`, `aten::_lstm_mps`, `aten::quantized_lstm`,
+  `aten::quantized_gru`, `aten::quantized_lstm_cell`,
+  `aten::quantized_gru_cell`, `aten::quantized_rnn_tanh_cell`,
+  `aten::quantized_rnn_relu_cell`, `quantized::quantized_lstm_cell_dynamic`,
+  `quantized::quantized_gru_cell_dynamic`,
+  `quantized::quantized_rnn_tanh_cell_dynamic` and
+  `quantized::quantized_rnn_relu_cell_dynamic`, however your code reaches them:
+  a torch function that runs one, `torch.ops.aten.rnn_tanh` and the like, an
+  operator fetched by its name (`"aten::rnn_tanh"`), TorchScript or
+  `torch.compile`; and PyTorch's own Python implementations of them (in
+  `torch._decomp` and `torch._refs`)
 
 A forbidden call that your code makes while it is graded fails every case of
 the component, with the call and its line in the feedback, however your code
 reaches it: by an alias, through another module that holds it, with `getattr`,
-or by creating or subclassing a forbidden class. Importing a forbidden module
-fails the same way. A forbidden name in code that never runs (a call in a
-branch the cases never take, an import in a function nothing calls) costs
-nothing: the grader reports it, with its line, and flags it for course staff to
-review.
+or by creating or subclassing a forbidden class. So does any of your code that
+runs a forbidden operator, whatever route reaches it, and importing a forbidden
+module. A forbidden name in code that never runs (a call in a branch the cases
+never take, an import in a function nothing calls) costs nothing: the grader
+reports it, with its line, and flags it for course staff to review.
 
 Your files, and every file of yours they import, may not use the interpreter's
 back doors, which no solution needs. The grader reads your files before running
@@ -46,10 +56,11 @@ name`, a `case C(name=...)` pattern. Refused:
   `cloudpickle`, `codeop`, `copyreg`, `ctypes`, `ctypeslib`, `dill`, `gc`,
   `importlib`, `inspect`, `marshal`, `mock`, `pdb`, `pickle`, `pkgutil`,
   `pydoc` and `runpy`
-- importing `autograder`, `cProfile`, `code`, `doctest`, `guard`, `profile`,
-  `seccomp`, `shelve`, `site`, `timeit`, `trace`, `walls`, `wire`, `worker` or
-  `zipimport`, or any module whose name starts with `_` (`_ctypes`, `__main__`;
-  `from __future__` is fine)
+- importing `audit`, `autograder`, `cProfile`, `code`, `doctest`,
+  `forbidden_ops`, `guard`, `profile`, `rlcompleter`, `seccomp`, `shelve`,
+  `site`, `timeit`, `trace`, `walls`, `wire`, `worker` or `zipimport`, or any
+  module whose name starts with `_` (`_ctypes`, `__main__`; `from __future__`
+  is fine)
 - the built-ins `__import__`, `breakpoint`, `compile`, `eval`, `exec`,
   `globals`, `locals` and `vars`, and `__builtins__`, wherever they are named,
   called or not
@@ -61,10 +72,10 @@ name`, a `case C(name=...)` pattern. Refused:
   `f_builtins`, `f_code`, `f_globals`, `f_locals`, `gi_frame`, `tb_frame`,
   `tb_next`, `walk_stack` and `walk_tb`
 - the attributes `ForwardRef`, `_current_frames`, `_getframe`, `addaudithook`,
-  `dictConfig`, `fileConfig`, `get_field`, `get_type_hints`, `meta_path`,
-  `path_hooks`, `path_importer_cache`, `resolve_name`, `setprofile` and
-  `settrace`, on any object: they import, read or run what a string names, or
-  reach the import machinery and the frames
+  `currentframe`, `dictConfig`, `fileConfig`, `get_field`, `get_type_hints`,
+  `meta_path`, `path_hooks`, `path_importer_cache`, `resolve_name`,
+  `setprofile` and `settrace`, on any object: they import, read or run what a
+  string names, or reach the import machinery and the frames
 - on `sys`: `modules` and `monitoring`, and every name that starts with `_`
   (`sys._getframe`); and `sys` itself, under any name (`os.sys`,
   `threading._sys`), other than through one of its attributes
@@ -72,6 +83,17 @@ name`, a `case C(name=...)` pattern. Refused:
 - dunder attributes (`__name__`-style) other than `__call__`, `__class__`,
   `__doc__`, `__getitem__`, `__init__`, `__len__`, `__module__`, `__name__`,
   `__qualname__`, `__repr__`, `__str__` and `__version__`
+- any of these reached while your code runs, however it gets there (a string
+  run as code, a pickle loaded, a file written while grading, a file of yours
+  that a library imports by name): the grader refuses it where it runs, and the
+  case fails even if your code catches the error; every file of yours is read,
+  and one it refuses cannot be imported
+- a file of yours named like a module of Python's standard library or an
+  installed package (`secrets.py`, `numpy.py`): `import` finds that module
+  first, so the file is left out (name your helper files otherwise)
+- starting another program (`subprocess`, `os.system`, `os.exec...`): a fresh
+  interpreter would run code the grader never read; forking a copy of your own
+  process is fine
 """
 
 from __future__ import annotations

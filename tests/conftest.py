@@ -103,7 +103,8 @@ def _guarded(item):
 # the fixture is built once. (xdist_group marks would say this in the modules, but pytest 9.2 with xdist 3.8 ignores
 # them: issue 1386 of pytest-xdist.) These modules are collected first, so that the long units start first.
 ONE_PROCESS = ("tests/test_bundle.py", "tests/test_gradescope.py", "tests/test_security_os.py", "tests/test_worker_walls.py",
-               "tests/test_report.py", "tests/test_ray.py", "tests/test_mistakes.py")
+               "tests/test_report.py", "tests/test_ray.py", "tests/test_mistakes.py", "tests/test_malformed_returns.py",
+               "tests/test_unread_code.py", "tests/test_forbidden_operators.py")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -110,9 +110,9 @@ def test_release_check_fails_when_starter_is_stale(tmp_path):
 # A forbidden name dropped from a handout, from a solution's docstring (which the starter copies) and from a
 # starter docstring: (file, text, the same text without the name).
 DRIFT = [
-    ("assignments/transformer.md", "`LayerNorm` and `GroupNorm`", "`LayerNorm`"),
-    ("solutions/transformer.py", "`layer_norm`, `group_norm` and", "`layer_norm` and"),
-    ("starter/transformer.py", "`native_group_norm` and `instance_norm`", "`native_group_norm`"),
+    ("assignments/transformer.md", "`RMSNorm` and `GroupNorm`", "`RMSNorm`"),
+    ("solutions/transformer.py", "`layer_norm`, `rms_norm`, `group_norm`,", "`layer_norm`, `rms_norm`,"),
+    ("starter/transformer.py", "`aten::native_layer_norm`, `aten::rms_norm`,", "`aten::rms_norm`,"),  # an operator dropped
 ]
 
 

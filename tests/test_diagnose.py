@@ -14,6 +14,7 @@ import torch
 from autograder import diagnose
 from autograder.cases.common import chi_square_p_value
 from autograder.forbidden import scan_forbidden
+from autograder.sandbox.host.process import Forbidden
 from autograder.judge import LIKELY, CaseFailed, Tolerance, expect_array, expect_equal, expect_number
 from autograder.outcome import Outcome
 from autograder.report import review_notes
@@ -299,7 +300,7 @@ def test_the_scan_tells_a_mention_from_a_call(tmp_path):
     source.write_text("import torch.nn as nn\nfrom torch.nn import LayerNorm\n\n\ndef norm(m, x, d):\n"
                       "    if isinstance(m, (nn.LayerNorm, nn.Linear)):\n        return nn.LayerNorm(d)(x)\n"
                       "    return LayerNorm(d)\n\n\nclass Mine(nn.LayerNorm):\n    pass\n")
-    found = scan_forbidden(source, [], ["torch.nn.LayerNorm"])
+    found = scan_forbidden(source, Forbidden(calls=("torch.nn.LayerNorm",)))
     assert found == ["line 2: mention of torch.nn.LayerNorm in an import", "line 6: mention of torch.nn.LayerNorm in isinstance",
                      "line 7: use of torch.nn.LayerNorm", "line 8: use of torch.nn.LayerNorm", "line 11: use of torch.nn.LayerNorm"]
 

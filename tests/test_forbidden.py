@@ -9,6 +9,7 @@ from rich.console import Console
 
 from autograder.cases import TIMING
 from autograder.forbidden import scan_forbidden
+from autograder.sandbox.host.process import Forbidden
 from autograder.report import print_table, results_json
 
 ANCHOR = "import numpy as np\n"
@@ -107,16 +108,13 @@ def test_import_built_at_run_time_is_caught_by_the_worker(rubric, tmp_path, work
 
 
 # Each reaches a forbidden recurrent built-in another way, unseen by the forbidden scan (the worker must
-# catch it); each is a working LSTM step otherwise.
+# catch it); each is a working LSTM step otherwise. Routes to forbidden operators: tests/test_forbidden_operators.py.
 CELL = "    gates = x_t @ W_ih.T + h_prev @ W_hh.T + b  # (B, 4H)"
 REACHED = [
-    ("attribute access", "    return torch.lstm_cell(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
-    ("getattr with a built string", "    fn = getattr(getattr(torch, '_' + 'VF'), 'lstm' + '_cell')\n    return fn(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
-    ("the read-only C namespace", "    fn = getattr(getattr(torch._C, '_Variable' + 'Functions'), 'lstm_cell')\n    return fn(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
+    ("attribute access", "    return torch.lstm_cell(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "the operator aten::lstm_cell"),
     ("an alias bound at import", "    from torch.nn.modules.rnn import LSTMCell as Cell\n    cell = Cell(x_t.shape[1], h_prev.shape[1]).to(x_t.dtype)\n"
      "    return cell(x_t, (h_prev, c_prev))\n", "torch.nn.LSTMCell"),
     ("a subclass", "    class Mine(getattr(torch.nn, 'LSTM' + 'Cell')):\n        pass\n    return Mine(1, 1)(x_t, (h_prev, c_prev))\n", "torch.nn.LSTMCell"),
-    ("an aten op", "    return getattr(torch.ops.aten, 'lstm_' + 'cell')(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "torch._VF.lstm_cell"),
 ]
 
 
@@ -144,13 +142,14 @@ def test_the_forbidden_rewrite_keeps_every_field(rubric, tmp_path):
     assert sum(r.max_score for r in run.results) == sum(c.points for c in rubric.component("lstm").cases if c.check not in TIMING)
 
 
-def test_static_scan_names_forbidden_calls_and_private_kernels(tmp_path):
+def test_static_scan_names_forbidden_calls_and_operators(tmp_path):
     source = tmp_path / "lstm.py"
     source.write_text("import torch\nfrom torch import nn\nfrom torch.nn import GRU\n\n"
-                      "def f(x):\n    m = nn.LSTM(2, 3)\n    k = torch._VF\n    return torch.nn.RNNCell\n")
-    calls = ["torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNNCell", "torch._VF.lstm_cell"]
-    assert scan_forbidden(source, [], calls) == [
-        "line 3: mention of torch.nn.GRU in an import", "line 6: use of torch.nn.LSTM", "line 7: mention of torch._VF",
+                      "def f(x):\n    m = nn.LSTM(2, 3)\n    k = torch._VF.lstm_cell\n    return torch.nn.RNNCell\n")
+    forbidden = Forbidden(calls=("torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNNCell"), operators=("aten::lstm_cell",))
+    assert scan_forbidden(source, forbidden) == [
+        "line 3: mention of torch.nn.GRU in an import", "line 6: use of torch.nn.LSTM",
+        "line 7: mention of the operator aten::lstm_cell (torch._VF.lstm_cell)",
         "line 8: mention of torch.nn.RNNCell"]  # named, not called: the review note says so (report.review_notes)
 
 

@@ -22,8 +22,8 @@ from test_timing import BEYOND_ROUNDING, SDPA_SPEED, attention_with, timing_rubr
 from autograder.cases import TIMING
 from autograder.judge import CaseFailed
 from autograder.report import results_json
-from autograder.sandbox.host.process import CUDA_VARIABLES, WORKER_ENV, Deadline, Limits, start_template, worker_env
-from autograder.sandbox.host.proxy import Slot
+from autograder.sandbox.host.process import CUDA_VARIABLES, WORKER_ENV, Deadline, Forbidden, Limits, start_template, worker_env
+from autograder.sandbox.host.proxy import ForbiddenUsed, Slot
 from autograder.sandbox.worker import worker
 from autograder.timing import _memory_ratio
 
@@ -97,7 +97,7 @@ def test_a_worker_sees_the_cuda_variables(tmp_path, monkeypatch, started):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     monkeypatch.setenv("AUTOGRADER_SECRET", "must-not-reach-the-worker")
     template = start_template(tier()) if started != "from nothing" else None
-    slot = Slot(SOLUTIONS, [], [], Limits(), tier(), template=template)
+    slot = Slot(SOLUTIONS, Forbidden(), Limits(), tier(), template=template)
     try:
         worker = slot.proxy(Deadline.after(60))
         env = worker.os.environ.copy()
@@ -168,6 +168,43 @@ def test_the_reference_keeps_full_timing_marks_on_the_gpu(rubric, tmp_path):
         assert r.passed and r.fraction == 1.0, (r.case.name, r.output)
         assert r.extra["device"] == "cuda" and r.extra["device_name"] == torch.cuda.get_device_name(), r.extra
         assert 0.8 <= r.extra["memory_ratio"] <= 1.25 and "flagged" not in r.extra, (r.case.name, r.extra)
+
+
+# Forbidden operators' CUDA kernels, each reached directly on CUDA tensors (test_forbidden_operators.py holds the
+# routes; on a CPU only the CPU kernels are there to reach): (component, the attack's body, what is refused).
+HALF = "    q = Q.cuda().half()\n"
+CUDA_ROUTES = [
+    ("attention", HALF + "    return torch.ops.aten._scaled_dot_product_flash_attention(q, q, q)[0]\n",
+     "the operator aten::_scaled_dot_product_flash_attention"),
+    ("attention", HALF + "    return torch.ops.aten._scaled_dot_product_efficient_attention(q, q, q, None, False)[0]\n",
+     "the operator aten::_scaled_dot_product_efficient_attention"),
+    ("attention", HALF + "    return torch.ops.aten._scaled_dot_product_cudnn_attention(q, q, q, None, False)[0]\n",
+     "the operator aten::_scaled_dot_product_cudnn_attention"),
+    ("attention", HALF + "    return torch.nn.functional.scaled_dot_product_attention(q, q, q)\n",
+     "call of torch.nn.functional.scaled_dot_product_attention"),
+    ("lstm", "    x, w, b, h = Q[0].cuda(), torch.randn(32, 8, device='cuda'), torch.zeros(32, device='cuda'), torch.zeros(1, 2, 8, device='cuda')\n"
+             "    return torch.lstm(x, [h, h], [w, w, b, b], True, 1, 0.0, False, False, True)[0]\n",
+     "the operator aten::lstm"),
+    ("lstm", "    g = torch.randn(2, 32, device='cuda')\n    return torch.ops.aten._thnn_fused_lstm_cell(g, g, torch.zeros(2, 8, device='cuda'))[0]\n",
+     "the operator aten::_thnn_fused_lstm_cell"),
+    ("transformer", "    x = Q.cuda()\n    return torch.native_layer_norm(x, (x.shape[-1],), None, None, 1e-5)[0]\n",
+     "the operator aten::native_layer_norm"),
+]
+
+
+@on_gpu
+@pytest.mark.parametrize("component, body, refused", CUDA_ROUTES, ids=[r[2].split()[-1] + f" [{r[0]}]" for r in CUDA_ROUTES])
+def test_the_cuda_kernels_of_forbidden_operators_are_refused(rubric, tmp_path, component, body, refused):
+    forbidden = rubric.component(component).forbidden
+    file = rubric.component(component).file
+    (tmp_path / file).write_text(f"import torch\n\n\ndef attack(Q):\n{body}")
+    slot = Slot(tmp_path, forbidden, Limits(), tier())
+    try:
+        with pytest.raises(ForbiddenUsed) as caught:
+            getattr(slot.proxy(Deadline.after(120)), file.removesuffix(".py")).attack(torch.randn(2, 2, 8, 8))
+    finally:
+        slot.stop()
+    assert str(caught.value).startswith(f"{refused} ({file}, line "), caught.value
 
 
 @on_gpu

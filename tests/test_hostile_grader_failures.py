@@ -6,7 +6,6 @@ secret file inside the Python the workers run on never weakens or breaks the iso
 Each test names the defence that held: the outcome's kind and message, the tier chosen, the mount that masks."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -177,11 +176,11 @@ def test_a_graders_bug_in_a_check_is_infra_error_and_never_passes():
 def test_a_slot_stops_trying_a_start_that_failed_twice_until_it_is_stopped(rubric):
     """A share whose worker cannot start costs two tries, not one per case; a kept reference worker (a batch job's)
     is tried again for the next submission (timing.renew stops the slot, which forgets its failed starts)."""
-    from autograder.sandbox.host.process import Limits, WorkerWontStart
+    from autograder.sandbox.host.process import Forbidden, Limits, WorkerWontStart
     from autograder.sandbox.host.proxy import Slot
     from autograder.timing import renew
 
-    slot = Slot(SOLUTIONS, [], [], Limits(), Tier("bubblewrap", bwrap="/bin/false"), staff=True)
+    slot = Slot(SOLUTIONS, Forbidden(), Limits(), Tier("bubblewrap", bwrap="/bin/false"), staff=True)
     tries = []
     for _ in range(4):
         with pytest.raises(WorkerWontStart) as caught:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from attacks import grade_cli
-from conftest import ROOT, SOLUTIONS
+from conftest import SOLUTIONS
 from test_batch import grade_all, small_rubric
 
 from autograder.batch.inputs import ExportError, read_batch

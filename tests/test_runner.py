@@ -10,7 +10,7 @@ from conftest import SOLUTIONS, grade_folder, solutions_with
 from autograder.outcome import Outcome
 from autograder.cases import BUILDS_ON, TIMING
 from autograder.runner import CaseResult, Floor, GradeRun, _InOrder, _judged, _Plan, _shares, merged
-from autograder.sandbox.host.process import Deadline, Limits, StudentRaised
+from autograder.sandbox.host.process import Deadline, Forbidden, Limits, StudentRaised
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import Tier
 
@@ -30,12 +30,17 @@ class FakeSlot:
         self.log.append(f"resume {self.name}")
 
 
-def test_a_components_cases_that_need_imports_of_their_own_are_a_share_apart(rubric):
+def test_a_components_cases_that_need_imports_of_their_own_are_a_share_apart_each_visible_first(rubric):
+    """Each share runs its visible cases before its hidden ones (in the rubric's order within each), so that no hidden
+    input can reach what a visible case shows (test_security_data.py grades it with two secrets)."""
+    def visible_first(cases):
+        return [c for c in cases if c.visible] + [c for c in cases if not c.visible]
+
     transformer = rubric.component("transformer").cases
     rest, training = _shares(transformer)
     assert [c.check for c in training] == ["transformer.training"] * 2
-    assert rest == [c for c in transformer if c.check != "transformer.training"]
-    assert _shares(rubric.component("ngram").cases) == [rubric.component("ngram").cases]
+    assert rest == visible_first([c for c in transformer if c.check != "transformer.training"]) != [c for c in transformer if c in rest]
+    assert _shares(rubric.component("ngram").cases) == [visible_first(rubric.component("ngram").cases)]
     assert _shares([]) == [[]]
 
 
@@ -163,7 +168,7 @@ def test_two_lanes_give_what_one_lane_gives_in_the_rubrics_order(quick_rubric, t
 
 @pytest.mark.slow
 def test_map_calls_once_per_argument_list_in_one_request():
-    slot = Slot(SOLUTIONS, [], [], Limits(), Tier("same-user"))
+    slot = Slot(SOLUTIONS, Forbidden(), Limits(), Tier("same-user"))
     try:
         proxy = slot.proxy(Deadline.after(60))
         assert proxy.map(proxy.builtins.round, [([2.567, 2], {}), ([2.567], {"ndigits": 1})]) == [2.57, 2.6]

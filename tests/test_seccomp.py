@@ -94,8 +94,8 @@ def test_the_network_is_closed_but_unix_sockets_work():
 @pytest.mark.slow
 def test_the_grader_cannot_be_signalled_or_traced():
     out = run_child("""
+        child = subprocess.Popen(["sleep", "30"])  # started before the filter, which refuses exec
         protect()
-        child = subprocess.Popen(["sleep", "30"])
         pidfd = os.pidfd_open(child.pid)
         proc_fd = os.open(f"/proc/{PARENT}", os.O_RDONLY | os.O_DIRECTORY)
         print(json.dumps({
@@ -150,7 +150,7 @@ def test_without_the_filter_the_same_probes_succeed():
 
 
 @pytest.mark.slow
-def test_processes_and_threads_still_work_and_inherit_the_filter():
+def test_forks_and_threads_inherit_the_filter_and_no_other_program_runs():
     out = run_child("""
         started = threading.Event()
         go = threading.Event()
@@ -178,20 +178,28 @@ def test_processes_and_threads_still_work_and_inherit_the_filter():
             os._exit(7)
         _, status = os.waitpid(pid, 0)
 
-        probe = "import socket; socket.socket(socket.AF_INET)"
-        grandchild = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        pid = os.fork()
+        if pid == 0:  # a forked child is a copy under the same filter
+            os._exit(0 if outcome(socket.socket, socket.AF_INET) == "EACCES" else 1)
+        _, forked_inet = os.waitpid(pid, 0)
         print(json.dumps({
             "thread started before": early["inet"],
             "thread started after": late["inet"],
             "fork exit code": os.waitstatus_to_exitcode(status),
-            "exec'd child": grandchild.returncode != 0 and "PermissionError" in grandchild.stderr,
+            "forked child refused the network": os.waitstatus_to_exitcode(forked_inet) == 0,
+            "exec": outcome(os.execv, sys.executable, [sys.executable, "-c", "pass"]),
+            "subprocess": outcome(subprocess.run, ["true"]),
+            "execveat": syscall("execveat", -100, 0, 0, 0, 0),
         }))
     """)
     assert out == {
         "thread started before": "EACCES",
         "thread started after": "EACCES",
         "fork exit code": 7,
-        "exec'd child": True,
+        "forked child refused the network": True,
+        "exec": "EPERM",  # another program, a fresh interpreter above all, would run without the worker's walls
+        "subprocess": "EPERM",
+        "execveat": "EPERM",
     }
 
 

@@ -25,15 +25,16 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import SOLUTIONS, grade_folder, scores_by_component, solutions_with
+from conftest import SOLUTIONS, grade_folder, isolation, scores_by_component, solutions_with
 
 from autograder.cases import CHECKS, TIMING
 from autograder.expected import Live
 from autograder.forbidden import WHY
 from autograder.reference import Reference
 from autograder.report import results_json
-from autograder.runner import GradeRun
+from autograder.runner import GradeRun, grade
 from autograder.sandbox.host.process import Limits
+from autograder.submission import open_submission
 from autograder.trial import Trial
 
 BOUND_S = 60  # a whole grading of two components, attack included
@@ -44,6 +45,7 @@ GUARD = "Uses what this component forbids: "  # the worker's guard recorded a fo
 COMPARED = re.compile(r"differs? from the reference")  # the parent's own comparison, of arrays, entries or numbers
 NOT_DATA = "cannot be sent back as data"  # the wire sends only plain data: anything else stays in the worker behind a handle
 RAISED = "Your code raised "  # the worker caught what the student's code raised and reported it as a failure
+AUDIT = "Refused at run time: the worker's audit hook refused "  # sandbox/worker/audit.py refused what student code did
 CRASHED = "Your code crashed the process running it: "  # the worker died; only that case fails
 REFUSED_REPLY = "Your code sent back something the grader cannot accept: "  # the parent's checks on a reply's frame
 
@@ -382,7 +384,7 @@ LYING = [
      {"backprop.softmax", "backprop.cross_entropy"}, NOT_DATA),
     ("a float subclass", "backprop.py", "backprop", LYING_FLOAT, {"backprop.cross_entropy"},
      f"expected a real number, got an object that {NOT_DATA}"),
-    ("a list subclass", "ngram.py", "ngram", LYING_LIST, {"ngram.padding"}, "got a list holding an object that cannot be sent back as data: a LyingList (a subclass of list)"),
+    ("a list subclass", "ngram.py", "ngram", LYING_LIST, {"ngram.padding"}, "expected a list of words, got an object that cannot be sent back as data: a LyingList (a subclass of list)"),
     ("a dict subclass", "ngram.py", "ngram", LYING_DICT, {"ngram.counts"}, "keys missing"),
     ("a Tensor subclass", "attention.py", "causal_mask", LYING_TENSOR, {"causal_mask.values"},
      f"expected a torch tensor, got an object that {NOT_DATA}"),
@@ -456,14 +458,26 @@ def cross_entropy_backward(logits, targets):
 }
 
 
+# What each search meets in the worker with the static scans off: the audit hook refuses the heap and the frames to
+# student code (sandbox/worker/audit.py); traceback's walk up the stack, which the hook leaves to the library (the scan
+# refuses it), runs and finds nothing.
+SEARCHED = {
+    "gc": AUDIT + "importing gc (backprop.py, line ",
+    "gc through pydoc.locate": AUDIT + "importing pydoc (backprop.py, line ",
+    "frames": AUDIT + "sys._getframe (backprop.py, line ",
+    "frames through traceback": RAISED + "LookupError: no expected gradient among the ",
+}
+
+
 @pytest.mark.parametrize("route", list(SEARCHES))
 @pytest.mark.slow
 def test_expected_values_are_not_in_the_worker(rubric, tmp_path, scans_off, route):
-    """Threat: gc.get_objects() or a walk up the stack for the expected answer. Defence: the trust boundary itself,
-    expected values never enter the worker. The static scans are off (they refuse every route here: see REFUSED),
-    so each search runs, and each says it found nothing."""
+    """Threat: gc.get_objects() or a walk up the stack for the expected answer. Defences: the worker's audit hook, which
+    refuses the heap and the frames to student code, and the trust boundary itself: expected values never enter the
+    worker. The static scans are off (they refuse every route here: see REFUSED), so each search that the hook lets
+    run (through traceback) runs, and says it found nothing."""
     run = grade_attack(rubric, attack(tmp_path, "backprop.py", SEARCHES[route]), tmp_path, "backprop.py", "backprop")
-    stopped(run, {"backprop.cross_entropy_backward"}, RAISED + "LookupError: no expected gradient among the ")
+    stopped(run, {"backprop.cross_entropy_backward"}, SEARCHED[route])
 
 
 @pytest.mark.parametrize("route", list(SEARCHES))
@@ -554,6 +568,33 @@ def softmax(z):
     assert hidden and all(not r.passed and COMPARED.search(r.output) for r in hidden), [(r.case.name, r.output) for r in hidden]
 
 
+
+@pytest.mark.slow
+def test_what_a_visible_case_shows_never_depends_on_the_secret(rubric, tmp_path):
+    """Threat: a module global that keeps every input the component was given and shows it in a later visible case,
+    printed or in an answer the feedback quotes (on 2885c7d, visible case 1.6 showed hidden case 1.5's sentences).
+    Defence: a worker runs its visible cases before any hidden one (runner._shares), so grades with two secrets
+    show the same in every visible case."""
+    code = """\
+SEEN = []
+_count_ngrams = count_ngrams
+
+
+def count_ngrams(sentences, n):
+    SEEN.extend(" ".join(tokens) for tokens in sentences)
+    print("seen so far:", SEEN[-40:])
+    return _count_ngrams(sentences, n)
+"""
+    folder = attack(tmp_path, "ngram.py", code)
+    shown = []
+    for secret in ("one secret", "another secret"):
+        submission = open_submission(folder, tmp_path / secret)
+        with isolation(rubric) as entered:
+            run = grade(rubric, submission, secret=secret, isolation=entered, component_ids=["ngram"], timing=False)
+        shown.append([(r.case.number, r.output, r.printed) for r in run.results if r.case.visible])
+        assert any(not r.case.visible for r in run.results) and any("seen so far" in r.printed for r in run.results)
+    assert shown[0] == shown[1]
+
 # ---- 6. forbidden built-ins reached indirectly -----------------------------------------------------
 
 LSTM_STEP = "def lstm_step(x_t, h_prev, c_prev, W_ih, W_hh, b):\n    return {}(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n"
@@ -565,7 +606,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 """
 SDPA_CALL = "(Q, K, V, attn_mask=mask)"
 TORCH_SOFTMAX = "def softmax(z):\n    return TORCH.softmax(TORCH.from_numpy(z), dim=-1).numpy()\n"
-LSTM_CELL = "call of torch._VF.lstm_cell"
+LSTM_CELL = "the operator aten::lstm_cell"
 SDPA_FN = "call of torch.nn.functional.scaled_dot_product_attention"
 GUARD_OFF = """\
 import os
@@ -613,7 +654,7 @@ REACHING = [
      "from torch.nn.modules import activation\n\n\nclass Attention(activation.MultiheadAttention):\n    pass\n", {},
      ("call of torch.nn.MultiheadAttention", "attention.py", "class Attention(")),
     ("attention: torch.ops.aten", "attention.py", "attention", SDPA.format("torch.ops.aten.scaled_dot_product_attention"), {},
-     (SDPA_FN, "attention.py", SDPA_CALL)),
+     ("the operator aten::scaled_dot_product_attention", "attention.py", SDPA_CALL)),
     ("backprop: __import__ with a built string", "backprop.py", "backprop", "TORCH = __import__('to' + 'rch')\n\n\n" + TORCH_SOFTMAX, {},
      ("import of torch", "backprop.py", "TORCH = __import__(")),
     ("backprop: importlib with a built string", "backprop.py", "backprop",

@@ -23,11 +23,10 @@ import sys
 import textwrap
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from attacks import ROOT, SOLUTIONS, grade_cli, own_student_processes, processes_with, reported, require_tier, tier
+from attacks import ROOT, SOLUTIONS, grade_cli, own_student_processes, reported, require_tier, tier
 from conftest import grade_folder, solutions_with
 
 pytestmark = pytest.mark.slow  # every test here grades or starts a process
@@ -81,29 +80,14 @@ def assert_cli_finished(graded, within: float) -> None:
     assert graded.results["extra_data"]["max_score"] == sum(t["max_score"] for t in tests)
 
 
-def assert_nothing_left(mark: str | None = None) -> None:
+def assert_nothing_left() -> None:
     assert own_student_processes() == []
-    if mark:
-        assert processes_with(mark) == []
 
 
 @pytest.fixture(scope="module")
 def here():
     """The tier the grader picks on this machine: one probe for the module."""
     return tier()
-
-
-@pytest.fixture
-def mark():
-    """A unique word for the command line of what an attack starts; whatever still carries it at the
-    end of the test is killed, so that one failed defence cannot spoil the next test."""
-    word = f"attack-{uuid.uuid4().hex}"
-    yield word
-    for pid in processes_with(word):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def missing(wall: str, here) -> str | None:
@@ -148,26 +132,24 @@ for path in paths:
         written[path] = "written"
     except OSError as e:
         written[path] = e.strerror
-rewrite = (
-    "import sys, time\n"
-    "open('rewriter-up', 'w').close()\n"
-    "time.sleep(1.5)\n"
-    "end = time.time() + 30\n"
-    "while time.time() < end:\n"
-    "    for path in sys.argv[3:]:\n"
-    "        try:\n"
-    "            with open(path, 'w') as f:\n"
-    "                f.write(sys.argv[2])\n"
-    "        except OSError:\n"
-    "            pass\n"
-    "    time.sleep(0.2)\n"
-)
+def rewrite():
+    open('rewriter-up', 'w').close()
+    time.sleep(1.5)
+    end = time.time() + 30
+    while time.time() < end:
+        for path in paths:
+            try:
+                with open(path, 'w') as f:
+                    f.write(forged)
+            except OSError:
+                pass
+        time.sleep(0.2)
 child = os.fork()
 if child == 0:  # double fork: the grandchild has its own session and no parent of ours to wait for it
     try:
         os.setsid()
         if os.fork() == 0:
-            os.execv(sys.executable, [sys.executable, "-c", rewrite, MARK, forged, *paths])
+            rewrite()  # in a copy of the worker: no other program may run there
     finally:
         os._exit(0)
 os.waitpid(child, 0)
@@ -178,19 +160,19 @@ raise RuntimeError("results forged: " + json.dumps({"written": written, "rewrite
 '''
 
 
-def test_results_cannot_be_forged_or_rewritten_later(tmp_path, here, mark):
+def test_results_cannot_be_forged_or_rewritten_later(tmp_path, here):
     """Threat: the submission writes a forged results.json and leaves a detached process to rewrite it after grading.
     Defences: the results file out of the worker's reach (not in bwrap's mounts; hidden at the root tier), the
     grader's own results written last (all that stands at the same-user tier), and the reaper for the rewriter."""
     results = tmp_path / "results" / "results.json"  # where grade_cli has the grader write them
-    graded = grade_cli(attack(tmp_path, FORGE, MARK=mark, RESULTS=str(results)), tmp_path, COMPONENTS)
+    graded = grade_cli(attack(tmp_path, FORGE, RESULTS=str(results)), tmp_path, COMPONENTS)
     assert_cli_finished(graded, within=120)
     assert_only_attacked_cases_lost(graded, "results forged: ")
     report = reported(attacked_output(graded), "results forged: ")
     assert report["written"][str(results)] == (ENOENT if here.bwrap else EACCES if here.name == "root" else "written"), report
     assert report["rewriter up"], report
     assert graded.results["output"] != "FORGED" and graded.results["extra_data"]["max_score"] > 1
-    assert_nothing_left(mark)  # the rewriter, which was running, was killed with the worker
+    assert_nothing_left()  # the rewriter, which was running, was killed with the worker
     # read again once the rewriter would have woken: the grader's results still stand
     time.sleep(0.5)
     assert json.loads(results.read_text()) == graded.results
@@ -402,7 +384,7 @@ def listeners():
 # Wins if the network is open: the token from the server passes the cases (a real attack would fetch answers).
 NETWORK = r'''
 if getattr(NGramLM, "reached", None) is None:
-    import socket, subprocess, sys
+    import os, socket
     tried = {}
     for family, host, port in ADDRESSES:
         try:
@@ -412,11 +394,18 @@ if getattr(NGramLM, "reached", None) is None:
                 tried[host] = s.recv(64).decode()
         except OSError as e:
             tried[host] = str(e)
-    # a fresh interpreter, with none of this one's state
+    # a child process (no other program may run: a forked copy of the worker)
     family, host, port = ADDRESSES[0]
-    probe = f"import socket; print(socket.create_connection(({host!r}, {port}), 3).recv(64).decode())"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=20)
-    tried["child"] = ((done.stdout + done.stderr).strip().splitlines() or [""])[-1][-300:]
+    read, write = os.pipe()
+    if os.fork() == 0:
+        try:
+            answer = socket.create_connection((host, port), 3).recv(64).decode()
+        except OSError as e:
+            answer = str(e)
+        os.write(write, answer.encode()[:300])
+        os._exit(0)
+    os.close(write)
+    tried["child"] = os.read(read, 300).decode()
     NGramLM.reached = any(TOKEN in answer for answer in tried.values())
     NGramLM.tried = tried
 if not NGramLM.reached:
@@ -426,7 +415,7 @@ if not NGramLM.reached:
 
 
 def test_no_network(rubric, tmp_path, here, listeners):
-    """Threat: connecting to a server (IPv4 and IPv6 loopback, also from a child process) to fetch answers.
+    """Threat: connecting to a server (IPv4 and IPv6 loopback, also from a forked child) to fetch answers.
     Defences: seccomp, which refuses an AF_INET or AF_INET6 socket (EACCES), whatever the tier; behind it, or where it
     does not load, a network namespace with no interface up (ENETUNREACH). The isolation record says which held."""
     folder = attack(tmp_path, NETWORK, ADDRESSES=[listener.address for listener in listeners], TOKEN=TOKEN)
@@ -665,12 +654,15 @@ if not NGramLM.stolen:
 
 def test_the_grader_package_cannot_be_imported(rubric, tmp_path, here):
     """Threat: importing autograder (by the installed name and by its path) to reach the reference.
-    Defences: the package is not mounted (bwrap) or not readable (root tier), so Python finds no module there."""
+    Defences: in the worker, the audit hook refuses any import once sys.path holds a folder of the student's, and
+    refuses starting a fresh interpreter (behind it, seccomp refuses exec: tests/test_seccomp.py); behind both, the
+    package is not mounted (bwrap) or not readable (root tier)."""
     require_tier("root", "bubblewrap")
     run = grade_folder(rubric, attack(tmp_path, IMPORT_GRADER), tmp_path, component_ids=COMPONENTS, tier=here)
-    assert_only_attacked_cases_lost(run, "grader not imported: ")
-    report = reported(attacked_output(run), "grader not imported: ")
-    assert len(report) >= 3 and all("No module named 'autograder" in answer for answer in report.values()), report
+    assert_only_attacked_cases_lost(run, "Refused at run time: ")
+    said = attacked_output(run)
+    assert "refused an import after sys.path was changed (ngram.py, line " in said, said
+    assert "refused starting another program (subprocess.Popen)" in said, said
     assert_nothing_left()
 
 
@@ -691,25 +683,30 @@ EXHAUSTION = {
         "Timed out: the case did not finish within 3 s",  # its output goes to /dev/null
     ),
 }
-EXHAUST = r'''
-import os, subprocess, sys, time
-subprocess.Popen([sys.executable, "-c", "open('child-up', 'w').close()\n" + CHILD], start_new_session=True)
+# A detached child (its own session) doing the same: a forked copy of the worker, as no other program may run there.
+EXHAUST = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    open("child-up", "w").close()
+{child}
+    os._exit(0)
 while not os.path.exists("child-up"):  # the child is running before the worker starts
     time.sleep(0.05)
-'''
+"""
 
 
 @pytest.mark.parametrize("behaviour", list(EXHAUSTION))
-def test_exhaustion_is_contained_and_reaped(quick_rubric, tmp_path, here, mark, behaviour):
+def test_exhaustion_is_contained_and_reaped(quick_rubric, tmp_path, here, behaviour):
     """Threat: an endless loop, memory exhaustion or an output flood, in the worker and in a detached child.
     Defences: the parent's deadline for each case, RLIMIT_DATA, output sent to /dev/null, and the reaper."""
     worker, child, feedback = EXHAUSTION[behaviour]
-    folder = attack(tmp_path, EXHAUST + worker, CHILD=f"# {mark}\n{child}")
+    folder = attack(tmp_path, EXHAUST.format(child=textwrap.indent(child, "    ")) + worker)
     started = time.monotonic()
     run = grade_folder(quick_rubric, folder, tmp_path, component_ids=COMPONENTS, visible_only=True, tier=here)
     assert time.monotonic() - started < 60
     assert_only_attacked_cases_lost(run, feedback)
-    assert_nothing_left(mark)
+    assert_nothing_left()
 
 
 # ---- 10. the tier is said and recorded ------------------------------------------------------------

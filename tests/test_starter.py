@@ -354,7 +354,7 @@ def test_committed_rules_name_everything_grading_yaml_and_the_tamper_tables_refu
     for c in rubric.components:
         handout = (ROOT / "assignments" / f"{c.id}.md").read_text()
         docstring = ast.get_docstring(ast.parse((ROOT / "starter" / c.file).read_text()))
-        names = [*c.forbidden_modules, *(call.rsplit(".", 1)[1] for call in c.forbidden_calls), *tables]
+        names = [*c.forbidden.modules, *(call.rsplit(".", 1)[1] for call in c.forbidden.calls), *c.forbidden.operators, *tables]
         for text in (handout, docstring):
             assert [n for n in names if f"`{n}`" not in " ".join(text.split())] == [], (c.id, c.file)
     assert "`GroupNorm`" in (ROOT / "assignments" / "transformer.md").read_text()

@@ -6,6 +6,7 @@ import pytest
 from conftest import ROOT, SOLUTIONS, grade_folder, scores_by_component, solutions_with
 
 from autograder.forbidden import forbidden_names, scan_submission, scan_tampering, submission_files, syntax_error
+from autograder.sandbox.host.process import Forbidden
 
 # (source, the line flagged, a word its finding names)
 TAMPERING = [
@@ -57,6 +58,10 @@ TAMPERING = [
     ("import numpy as np\nloader = np.pkgutil", 2, "pkgutil"),
     ("import timeit\ntimeit.timeit('1')", 1, "timeit"),
     ("import typing\nhints = typing.get_type_hints(len)", 2, "get_type_hints"),
+    # routes to a frame and to strings run as code that the worker's audit hook leaves to a library (audit.py)
+    ("import logging\nframe = logging.currentframe()", 2, "currentframe"),
+    ("import rlcompleter", 1, "rlcompleter"),
+    ("import audit", 1, "audit"),
     ("import logging.config\nlogging.config.dictConfig({})", 2, "dictConfig"),
     ("import trace", 1, "trace"),
 ]
@@ -112,7 +117,7 @@ def _folder(tmp_path: Path, **files: str) -> Path:
 def test_a_forbidden_call_in_an_imported_helper_is_found(tmp_path):
     folder = _folder(tmp_path, lstm="from helpers import go\n\n\ndef lstm_step():\n    return go()\n",
                      helpers="import torch\n\n\ndef go():\n    return torch.nn.LSTM(2, 3)\n")
-    assert forbidden_names(folder, "lstm.py", [], ["torch.nn.LSTM"]) == ["helpers.py line 5: use of torch.nn.LSTM"]
+    assert forbidden_names(folder, "lstm.py", Forbidden(calls=("torch.nn.LSTM",))) == ["helpers.py line 5: use of torch.nn.LSTM"]
     assert scan_submission(folder, "lstm.py") == []  # a forbidden name is no tampering: only reaching it costs points
 
 
@@ -127,7 +132,7 @@ def test_imports_are_followed_at_any_depth_and_only_to_submission_files(tmp_path
 def test_a_file_the_component_does_not_import_is_not_scanned(tmp_path):
     folder = _folder(tmp_path, ngram="import math\n", other="import gc\nimport torch\n")
     assert submission_files(folder, "ngram.py") == [folder / "ngram.py"]
-    assert scan_submission(folder, "ngram.py") == forbidden_names(folder, "ngram.py", ["torch"], []) == []
+    assert scan_submission(folder, "ngram.py") == forbidden_names(folder, "ngram.py", Forbidden(modules=("torch",))) == []
 
 
 @pytest.mark.slow

@@ -9,9 +9,7 @@ its own work after each call, whatever the rubric's shape and however fast the m
 import dataclasses
 import importlib.util
 import shutil
-import sys
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +27,7 @@ from autograder.judge import CaseFailed
 from autograder.report import feedback, results_json
 from autograder.sandbox.host import reaper
 from autograder.sandbox.worker import worker
-from autograder.sandbox.host.process import Deadline, Limits
+from autograder.sandbox.host.process import Deadline, Forbidden, Limits
 from autograder.sandbox.host.proxy import Slot
 from autograder.timing import ROUNDINGS, Policy, _same_checksums, bootstrap_interval, reference_slot, renew, verdict
 
@@ -499,19 +497,25 @@ def test_the_student_is_held_still_while_the_reference_is_timed(tmp_path):
     left running is dead, so nothing of the student's can load the machine against the reference; afterwards
     the worker answers again. (On this 2-core machine, helpers that burn the cores only while the reference runs
     moved a 6x student's ratio by 1.5 at most, too little for a ratio-based test to tell apart from noise.)"""
-    mark = f"left-running-{uuid.uuid4().hex}"
-    slot = Slot(SOLUTIONS, [], [], Limits(), tier())
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "leaver.py").write_text("import os\nimport time\n\n\ndef leave():\n    if os.fork() == 0:\n"
+                                      "        time.sleep(600)\n        os._exit(0)\n")
+    slot = Slot(folder, Forbidden(), Limits(), tier())
     student = slot.proxy(Deadline.after(60))
+
+    def ours() -> list[int]:  # the worker and what it forked, which keeps its command line
+        return [pid for pid in processes_with(str(slot.worker.scratch)) if "bwrap" not in _cmdline(pid)]
+
     try:
-        student.call(student.subprocess.Popen, [sys.executable, "-c", f"import time; time.sleep(600)  # {mark}"], keep=True)
+        student.leaver.leave()
         deadline = time.monotonic() + 10
-        while not processes_with(mark) and time.monotonic() < deadline:  # a loaded machine may not have run it yet
+        while len(ours()) < 2 and time.monotonic() < deadline:  # a loaded machine may not have run it yet
             time.sleep(0.01)
-        assert processes_with(mark)
+        assert len(ours()) == 2
         with student.held_still():
-            assert processes_with(mark) == []
-            states = [reaper._state(pid) for pid in processes_with(str(slot.worker.scratch)) if "bwrap" not in _cmdline(pid)]
-            assert states == ["T"], states
+            states = [reaper._state(pid) for pid in ours()]
+            assert states == ["T"], states  # the worker stopped, the process it left running dead
         assert student.math.sqrt(4.0) == 2.0
     finally:
         slot.stop()

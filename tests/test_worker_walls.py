@@ -11,7 +11,7 @@ import resource
 import pytest
 from attacks import SOLUTIONS, tier
 
-from autograder.sandbox.host.process import Deadline, Forked, Limits, Started, WorkerWontStart, start_template, worker_env
+from autograder.sandbox.host.process import Deadline, Forbidden, Forked, Limits, Started, WorkerWontStart, start_template, worker_env
 from autograder.sandbox.host.proxy import Slot
 from autograder.sandbox.host.tiers import STUDENT_ID_BASE
 
@@ -23,7 +23,7 @@ def slot(request):
     """A worker started from nothing, and one forked from a template (sandbox/host/template.py)."""
     os.environ["AUTOGRADER_SECRET"] = "must-not-reach-the-worker"
     template = start_template(tier()) if request.param == "forked" else None
-    slot = Slot(SOLUTIONS, [], [], Limits(), tier(), template=template)
+    slot = Slot(SOLUTIONS, Forbidden(), Limits(), tier(), template=template)
     try:
         slot.start()
         assert type(slot.worker.process) is (Forked if template else Started)
@@ -42,7 +42,7 @@ def proxy(slot: Slot):
 def test_environment_and_argv_hold_no_secret(slot):
     worker = proxy(slot)
     env = worker.os.environ.copy()
-    fixed = {"HOME", "OMP_NUM_THREADS", "LC_ALL", "GLIBC_TUNABLES"}
+    fixed = {"HOME", "OMP_NUM_THREADS", "LC_ALL", "GLIBC_TUNABLES", "USER"}
     cuda = set(worker_env()) - fixed  # what CUDA needs of the grader's environment, where it has any (test_gpu.py)
     assert fixed <= set(env) <= fixed | cuda | {"PWD"}, env  # bwrap sets PWD
     assert not any("must-not-reach" in value for value in env.values())
@@ -87,7 +87,7 @@ def test_a_worker_that_cannot_start_leaves_nothing_open(forked):
     template = start_template(tier()) if forked else None
     before = sorted(os.listdir("/proc/self/fd"))
     for _ in range(3):
-        slot = Slot(SOLUTIONS, [], ["no_such_module.call"], Limits(), tier(), template=template)
+        slot = Slot(SOLUTIONS, Forbidden(calls=("no_such_module.call",)), Limits(), tier(), template=template)
         with pytest.raises(WorkerWontStart, match=r"could not start \(the worker process exited with status 1; tier"):
             slot.start()
     assert sorted(os.listdir("/proc/self/fd")) == before

@@ -4,8 +4,6 @@ input position (student-api.md).
 """
 from __future__ import annotations
 
-import torch
-
 from ..judge import LIKELY, CaseFailed
 from . import attention, check
 from .common import tensor
@@ -16,19 +14,11 @@ FILE = "attention.py"  # the student API's file that holds this component: the r
 @check("causal_mask.values")
 def values(t, T: int = 7, device: str | None = None):
     """causal_mask(T) is the (T, T) bool lower triangle, diagonal included: row i (a query) keeps keys j <= i. A float
-    mask (0/1, or the additive 0/-inf of PyTorch's Transformer tutorials) is named before its values are compared."""
+    mask (0/1, or the additive 0/-inf of PyTorch's Transformer tutorials) is named where it comes back (returns.py)."""
     want = t.expect(lambda ref: ref.attention.causal_mask(T))
     kwargs = {} if device is None else {"device": device}
     got = t.student.attention.causal_mask(T, **kwargs)
     what = f"causal_mask({T}{''.join(f', device={v!r}' for v in kwargs.values())})"
-    if type(got) is torch.Tensor and tuple(got.shape) == (T, T) and got.is_floating_point():
-        additive = bool(((got == 0) | (got == float("-inf"))).all())  # 0 where allowed: causal_mask(1) is [[0.]]
-        t.fail(f"{what}: expected a bool tensor (True = may attend), got dtype {got.dtype}. {LIKELY}"
-               + ("an additive float mask (0 where allowed, -inf elsewhere, as nn.Transformer.generate_square_subsequent_mask "
-                  "builds it): this course's masks are bool, True on and below the diagonal, and attention fills the False "
-                  "scores with -inf itself." if additive else
-                  "a 0/1 float mask: torch.ones(T, T) is float32 unless told otherwise; pass dtype=torch.bool (or call .bool()) "
-                  "so that masked_fill(~mask, ...) can use it."))
     wrong = lambda kind: lambda ref: ref.oracles.attention.causal(T, kind)  # noqa: E731
     hints = {
         "the upper triangle (triu): True must be on and below the diagonal": wrong("triu"),

@@ -48,20 +48,9 @@ def random_prompt(t, length: int, vocab: int) -> torch.Tensor:
     return torch.from_numpy(t.rng.integers(0, vocab, size=length))
 
 
-def generated(t, got, prompt: torch.Tensor, max_new_tokens: int, vocab: int, context_length: int, what: str) -> torch.Tensor:
-    """The student's output, or a failure unless it is int64 (T0 + max_new_tokens,), the prompt followed by ids in [0, V)."""
-    want = (len(prompt) + max_new_tokens,)
-    if type(got) is not torch.Tensor:
-        t.fail(f"{what}: expected a torch tensor of shape {want}, got {type(got).__name__}.")
-    shape = tuple(got.shape)
-    if shape != want:
-        likely = {(max_new_tokens,): "returns only the new tokens; return the prompt followed by them",
-                  (1, want[0]): "returns a batch of one; return a 1-D tensor",
-                  (context_length,): "returns the cropped sequence; crop only what goes into the model"}.get(shape)
-        t.fail(f"{what}: expected shape {want} (T0 = {len(prompt)} prompt tokens + {max_new_tokens} new ones), got {shape}."
-               + (f" {LIKELY}{likely}." if likely else ""))
-    if got.dtype != torch.int64:
-        t.fail(f"{what}: expected token ids of dtype torch.int64, got {got.dtype}.")
+def generated(t, got: torch.Tensor, prompt: torch.Tensor, vocab: int, what: str) -> torch.Tensor:
+    """The student's output (an int64 tensor of T0 + max_new_tokens ids: returns.py checked that where it came back), or
+    a failure unless it is the prompt followed by ids in [0, V)."""
     if not torch.equal(got[: len(prompt)], prompt):
         t.fail(f"{what}: the output must start with the prompt, unchanged.")
     if got.min() < 0 or got.max() >= vocab:
@@ -95,7 +84,7 @@ def generate_greedy(t, prompt_len: int = 5, max_new_tokens: int = 10):
                    "feed the model only the last context_length tokens.")
         divided_by_zero(t, what, exc)
         raise
-    got = generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
+    got = generated(t, got, prompt, VOCAB, what)
     wrong = lambda **mistake: lambda ref: ref.oracles.generation.greedy(reference, prompt, max_new_tokens, **mistake)  # noqa: E731
     t.close(got, want, f"{what}: the tokens", hints={
         "the context is cropped to its first context_length tokens instead of its last": wrong(crop="first"),
@@ -120,7 +109,7 @@ def generate_output(t, prompt_len: int = 11, max_new_tokens: int = 4):
             if temperature == 0:
                 divided_by_zero(t, what, exc)
             raise
-        generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
+        generated(t, got, prompt, VOCAB, what)
         t.unchanged(t.student.value(placed), prompt, f"{what}: the prompt afterwards (it must not be modified in place)")
 
 
@@ -174,7 +163,7 @@ def generate_sampling(t, temperature: float, top_k: int | None = None, tie: bool
     what = (f"generate(model, prompt of {prompt_len} tokens, max_new_tokens={max_new_tokens}, temperature={temperature:g}, "
             f"top_k={top_k}) with context_length={CONTEXT}")
     got = t.student.transformer.generate(model, prompt, max_new_tokens, temperature, top_k, generator=t.student.torch_generator(t.seed % 2**32))
-    got = generated(t, got, prompt, max_new_tokens, VOCAB, CONTEXT, what)
+    got = generated(t, got, prompt, VOCAB, what)
     calls = t.student.value(spy.calls)
     if len(calls) != max_new_tokens:
         t.fail(f"{what}: torch.multinomial was called {len(calls)} times; call it exactly once per new token, as "
@@ -203,7 +192,7 @@ def generate_distribution(t, temperature: float, top_k: int | None = None, draws
     drawn = Counter()
     calls = [([model, prompt, 1, temperature, top_k], {"generator": t.student.torch_generator(seed)}) for seed in seeds]
     for got in t.student.map(t.student.transformer.generate, calls):
-        drawn[int(generated(t, got, prompt, 1, vocab, CONTEXT, what)[-1])] += 1
+        drawn[int(generated(t, got, prompt, vocab, what)[-1])] += 1
     impossible = [token for token in drawn if probs[token] == 0]
     if impossible:
         t.fail(f"{what} drew token {impossible[0]}, which top-k excludes (probability 0).")
@@ -344,7 +333,7 @@ def trainable(t, model, reference) -> None:
     """Every weight of the reference's is a parameter of the student's model that requires grad."""
     got = t.student.call(t.student.builtins.dict, t.student.call(model.named_parameters, keep=True))
     names = t.expect(lambda ref: [name for name, _ in reference.named_parameters()])
-    frozen = [name for name in names if not (name in got and got[name].requires_grad)]
+    frozen = [name for name in names if not (type(got.get(name)) is torch.Tensor and got[name].requires_grad)]
     if frozen:
         t.fail(f"Not trainable: {', '.join(frozen)} (missing from named_parameters() under these names, or requires_grad "
                "is False), so the optimiser would never change them. Create every weight as an nn.Parameter or through "

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..rubric import Component, Rubric
 from ..forbidden import forbidden_rules, tamper_rules
+from ..sandbox.host.process import Forbidden
 
 PACKAGE = Path(__file__).resolve().parents[1]
 PROJECT = PACKAGE.parent
@@ -26,8 +27,8 @@ RULES_END = {".md": "<!-- END RULES -->", ".py": '"""'}
 WIDTH = 79
 WHAT_RUNS = ("A forbidden call that your code makes while it is graded fails every case of the component, with the call "
              "and its line in the feedback, however your code reaches it: by an alias, through another module that holds "
-             "it, with `getattr`, or by creating or subclassing a forbidden class. Importing a forbidden module fails the "
-             "same way. A forbidden name in code that never runs (a call in a branch the cases never take, an import "
+             "it, with `getattr`, or by creating or subclassing a forbidden class. So does any of your code that runs a "
+             "forbidden operator, whatever route reaches it, and importing a forbidden module. A forbidden name in code that never runs (a call in a branch the cases never take, an import "
              "in a function nothing calls) costs nothing: the grader reports it, with its line, and flags it for course "
              "staff to review.")
 BACK_DOORS = ("Your files, and every file of yours they import, may not use the interpreter's back doors, which no "
@@ -85,14 +86,14 @@ def _shown(rubric: Rubric, path: Path) -> str:
 
 def rules_text(components: list[Component], markdown: bool) -> list[str]:
     """The rules of `components` (those of one handout, or of one file), as lines of a handout or of a docstring."""
-    groups: dict[tuple, list[str]] = {}  # components of one file that forbid the same are described once
+    groups: dict[Forbidden, list[str]] = {}  # components of one file that forbid the same are described once
     for c in components:
-        groups.setdefault((tuple(c.forbidden_modules), tuple(c.forbidden_calls)), []).append(f"`{c.id}`")
+        groups.setdefault(c.forbidden, []).append(f"`{c.id}`")
     blocks: list[str | list[str]] = []  # a paragraph, or a list's items
-    for (modules, calls), ids in groups.items():
+    for forbidden, ids in groups.items():
         who = "this component" if len(components) == 1 else f"component{'s' * (len(ids) > 1)} {' and '.join(ids)}"
-        if modules or calls:
-            blocks += [f"Forbidden in {who}:", forbidden_rules(list(modules), list(calls)), WHAT_RUNS]
+        if forbidden != Forbidden():
+            blocks += [f"Forbidden in {who}:", forbidden_rules(forbidden), WHAT_RUNS]
         else:
             blocks.append(f"No module or call is forbidden in {who}.")
     blocks += [BACK_DOORS, tamper_rules()]

@@ -41,7 +41,7 @@ from .tiers import Tier, cuda_driver_dirs
 # The worker's side of the boundary (sandbox/worker/): copied into each worker's scratch folder, so
 # that at the root and bubblewrap tiers the worker needs nothing of the grader's.
 WORKER_SIDE = Path(__file__).parents[1] / "worker"
-WORKER_FILES = ("worker.py", "walls.py", "guard.py", "seccomp.py", "wire.py")
+WORKER_FILES = ("worker.py", "walls.py", "guard.py", "forbidden_ops.py", "audit.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
 PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a template (or a worker started ahead) pays it early
 # What torch imports on a process's first backward, 0.3 s: a template imports it once for all the workers it forks.
@@ -49,7 +49,8 @@ FIRST_BACKWARD = ("torch.fx.experimental.symbolic_shapes",)
 # Fixed malloc thresholds: glibc otherwise moves them with each process's history, so two workers
 # running the same code could differ 2x in page faults (measured on attention's 8 MB score matrices).
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
-WORKER_ENV = {"OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "GLIBC_TUNABLES": MALLOC_TUNABLES}  # and HOME, its folder
+# USER: the student uid of the root tier has no account, and getpass.getuser() (torch.compile's cache folders) needs a name.
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "GLIBC_TUNABLES": MALLOC_TUNABLES, "USER": "student"}  # and HOME, its folder
 # What CUDA needs of the grader's environment, which workers do not otherwise get: the devices they may use (Ray sets
 # CUDA_VISIBLE_DEVICES on a GPU node) and how they are numbered, so that a worker's cuda is the grader's.
 CUDA_VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
@@ -63,6 +64,16 @@ class Limits:
     open_files: int = 256
     processes: int = 256  # tasks (threads too) beyond those the uid already has
     reply_bytes: int = 256 << 20
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """What a component forbids, as its worker is told (grading.yaml's `forbidden`): modules refused at import, calls
+    refused wherever they are reached, operators refused where they run (sandbox/worker/guard.py)."""
+
+    modules: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -172,10 +183,10 @@ class Worker:
     """One running worker process holding one submission: in the sandbox, forked from `template` where it may be
     (template.py), else started from nothing; in the portable tier (a student's own machine), spawned with no walls."""
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
-                 imports: tuple[str, ...] = (), template: Template | None = None):
+    def __init__(self, submission_dir: Path, forbidden: Forbidden, limits: Limits, tier: Tier, imports: tuple[str, ...] = (),
+                 template: Template | None = None):
         self.limits = limits
-        template = template if tier.walled and template and not template.gone and forkable(forbidden_modules, template.modules) else None
+        template = template if tier.walled and template and not template.gone and forkable(forbidden.modules, template.modules) else None
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-", dir=template.root if template else None))
         workdir = self.scratch / "submission"
         shutil.copytree(submission_dir, workdir)
@@ -185,9 +196,8 @@ class Worker:
             self.process, self.channel, protected = self._portable(workdir)
         hello = {
             "limits": asdict(limits),
-            "forbidden_modules": forbidden_modules,
-            "forbidden_calls": forbidden_calls,
-            "preload": preloaded(forbidden_modules, imports),
+            "forbidden": asdict(forbidden),
+            "preload": preloaded(forbidden.modules, imports),
             "student_id": tier.student_id,
             "in_network_namespace": tier.bwrap is not None,
             **protected,

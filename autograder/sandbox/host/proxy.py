@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 from ...outcome import Ended, GraderFailed
 from . import reaper
 from ..worker import wire
-from .process import BadReply, CallTimeout, Deadline, Limits, StudentRaised, Worker, WorkerFailure, WorkerWontStart
+from .process import BadReply, CallTimeout, Deadline, Forbidden, Limits, StudentRaised, Worker, WorkerFailure, WorkerWontStart
 from .template import Template
 from .tiers import Tier
 
@@ -27,6 +28,21 @@ class ForbiddenUsed(Ended):
 
     def describe(self) -> str:
         return f"Uses what this component forbids: {self}."
+
+
+class RefusedAtRunTime(Ended):
+    """The worker's audit hook refused what the submission's code did, however it got there (sandbox/worker/audit.py):
+    the run-time counterpart of the tamper scan's refusal. `then`: what the code raised after, if it did."""
+
+    kind = "refused"
+
+    def __init__(self, refusals: str, then: str = ""):
+        super().__init__(refusals)
+        self.then = then
+
+    def describe(self) -> str:
+        return (f"Refused at run time: {self}. That reaches into the grader's process, which submissions may not do "
+                "(caught or not, the case fails)." + (f" Your code then raised {self.then}" if self.then else ""))
 
 
 class Printed:
@@ -73,17 +89,17 @@ class Slot:
 
     START_TRIES = 2
 
-    def __init__(self, submission_dir: Path, forbidden_modules: list[str], forbidden_calls: list[str], limits: Limits, tier: Tier,
-                 imports: tuple[str, ...] = (), template: Template | None = None, staff: bool = False):
-        self.submission_dir, self.limits, self.tier, self.imports = submission_dir, limits, tier, imports
-        self.forbidden_modules, self.forbidden_calls, self.template = forbidden_modules, forbidden_calls, template
+    def __init__(self, submission_dir: Path, forbidden: Forbidden, limits: Limits, tier: Tier, imports: tuple[str, ...] = (),
+                 template: Template | None = None, staff: bool = False):
+        self.submission_dir, self.forbidden, self.limits, self.tier, self.imports = submission_dir, forbidden, limits, tier, imports
+        self.template = template
         self.staff = staff  # runs staff code only: whatever goes wrong in it is the grader's failure
         self.worker: Worker | None = None
         self.held: dict = {}  # what the last worker reported of its walls before student code ran
         self.failed_starts: list[WorkerWontStart] = []
 
-    def proxy(self, deadline: Deadline) -> Proxy:
-        return Proxy(self, deadline)
+    def proxy(self, deadline: Deadline, validator: Validator | None = None) -> Proxy:
+        return Proxy(self, deadline, validator)
 
     def start(self) -> None:
         if self.worker is not None:
@@ -91,8 +107,7 @@ class Slot:
         if len(self.failed_starts) >= self.START_TRIES:
             raise self.failed_starts[-1]
         try:
-            self.worker = Worker(self.submission_dir, self.forbidden_modules, self.forbidden_calls, self.limits, self.tier, self.imports,
-                                 self.template)
+            self.worker = Worker(self.submission_dir, self.forbidden, self.limits, self.tier, self.imports, self.template)
         except WorkerWontStart as exc:
             self.failed_starts.append(exc)
             raise
@@ -144,12 +159,24 @@ class Slot:
                     os.kill(pid, signal.SIGCONT)
 
 
+# Checks what a call returned before any check sees it (returns.Boundary): (the function, its arguments, its kwargs, the
+# result), or (an attribute, None, None, its value) for an attribute fetched; it raises the case's end when the value is
+# not what the student API declares.
+Validator = Callable[[wire.Expr, list | None, dict | None, object], None]
+
+
 class Proxy:
     """The submission as one case reaches it: every request runs under the case's deadline, and what its code
-    prints is collected in `printed`."""
+    prints is collected in `printed`. With a `validator`, each value a call returns is checked by it first, with the
+    arguments as the parent knows them: a value placed in the worker (`put`) is given as that value."""
 
-    def __init__(self, slot: Slot, deadline: Deadline):
+    def __init__(self, slot: Slot, deadline: Deadline, validator: Validator | None = None):
         self._slot, self.deadline, self.printed = slot, deadline, Printed()
+        self._validator = validator
+        self._placed: dict[int, object] = {}  # handle -> the value `put` placed there
+        self._kept: dict[int, tuple] = {}  # handle -> the call whose result the worker keeps there, checked once fetched
+        self.set_back: list[str] = []  # global settings the student's code changed, which its worker set back
+        self._first = True  # the case's first request: the worker's random states start afresh for it
 
     def __getattr__(self, module: str) -> Remote:
         if module.startswith("_"):
@@ -159,21 +186,42 @@ class Proxy:
     # ---- requests ----------------------------------------------------------
 
     def call(self, fn: Remote, *args, keep: bool = False, **kwargs):
-        """Call a student function; `keep=True` leaves the result in the worker."""
-        return self._request("call", [fn._expr, list(args), kwargs], keep)
+        """Call a student function; `keep=True` leaves the result in the worker (checked when `value` fetches it)."""
+        result = self._request("call", [fn._expr, list(args), kwargs], keep)
+        if keep and self._validator:
+            self._kept[_handle(result)] = (fn._expr, list(args), kwargs)
+        elif self._validator:
+            self._validate(fn._expr, list(args), kwargs, result)
+        return result
 
     def map(self, fn: Remote, calls: list[tuple[list, dict]]) -> list:
         """fn on each (args, kwargs) in one request, the results as `call` would return each: a check that draws
         thousands of samples pays one round trip, not thousands."""
-        return self._request("map", [fn._expr, [[list(args), kwargs] for args, kwargs in calls]], False)
+        results = self._request("map", [fn._expr, [[list(args), kwargs] for args, kwargs in calls]], False)
+        if self._validator:
+            for (args, kwargs), result in zip(calls, results):
+                self._validate(fn._expr, list(args), kwargs, result)
+        return results
 
     def value(self, obj: Remote):
         """Fetch a student attribute or kept object as plain data."""
-        return self._request("get", [obj._expr], False)
+        result = self._request("get", [obj._expr], False)
+        if self._validator:  # a kept result is checked as the call that made it
+            self._validate(*self._kept.get(_handle(obj), (obj._expr, None, None)), result)
+        return result
 
     def put(self, value) -> Remote:
         """Place a value in the worker, to see later whether student code changed it."""
-        return self._request("put", [value], True)
+        placed = self._request("put", [value], True)
+        if self._validator:
+            self._placed[_handle(placed)] = value
+        return placed
+
+    def _validate(self, fn: wire.Expr, args: list | None, kwargs: dict | None, result) -> None:
+        known = lambda v: self._placed.get(_handle(v), v)  # noqa: E731
+        if args is not None:
+            args, kwargs = [known(a) for a in args], {k: known(v) for k, v in kwargs.items()}
+        self._validator(fn, args, kwargs, result)
 
     def repeat(self, fn: Remote, calls: list[list], backward: bool = False) -> dict:
         """Timing: fn on each argument list, outputs reduced to checksums in the worker: {"checksums", "peak_bytes"}."""
@@ -218,7 +266,8 @@ class Proxy:
 
     def _answer(self, op: str, args: list, keep: bool):
         blobs: list[bytes] = []
-        header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep}
+        header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep, "first": self._first}
+        self._first = False
         reply, reply_blobs = self._slot.exchange(header, blobs, self.deadline)
         try:
             return self._unpack(reply, reply_blobs)
@@ -228,11 +277,22 @@ class Proxy:
 
     def _unpack(self, reply: dict, blobs: list[bytes]):
         self.printed.add(reply.get("printed", ""), reply.get("printed_more", 0))
+        changed = reply.get("changed", [])
+        if type(changed) is not list or not all(type(c) is str for c in changed):
+            raise BadReply("the worker sent a malformed reply (the settings it set back are not a list of text)")
+        self.set_back += [c[:200] for c in changed if c[:200] not in self.set_back][:20 - len(self.set_back)]
         violations = reply.get("violations")
         if type(violations) is not list or not all(type(v) is str for v in violations):
             raise BadReply("the worker sent a malformed reply (no violation list)")
         if violations:
             raise ForbiddenUsed("; ".join(v[:300] for v in violations[:5]))
+        refused = reply.get("refused", [])  # absent only from a frame the student wrote: it says nothing that counts
+        if type(refused) is not list or not all(type(r) is str for r in refused):
+            raise BadReply("the worker sent a malformed reply (the refusals are not a list of text)")
+        if refused:
+            error = reply.get("error")
+            then = f"{str(error.get('type'))[:100]}: {str(error.get('message'))[:2000]}" if type(error) is dict else ""
+            raise RefusedAtRunTime("; ".join(r[:300] for r in refused[:5]), then)
         if "error" in reply:
             error = reply["error"]
             try:
@@ -245,6 +305,13 @@ class Proxy:
             return wire.decode(reply["value"], blobs)
         except Exception as exc:  # whatever a forged frame makes decoding raise, it fails the case, not the grader
             raise BadReply(f"the worker sent a malformed value ({type(exc).__name__}: {str(exc)[:300]})") from None
+
+
+def _handle(value) -> int | None:
+    """The handle of a kept object (a Remote to it, not to an attribute of it), or None."""
+    if isinstance(value, Remote) and isinstance(value._expr.base, wire.Handle) and not value._expr.attrs:
+        return value._expr.base.id
+    return None
 
 
 def _exprs(value):

@@ -3,16 +3,22 @@
 Installed before the submission is imported, so an alias the student binds at
 import time (`from torch.nn import LSTM`) already holds the stand-in. A
 forbidden call is replaced wherever a loaded module holds that same object
-(`torch.nn.LSTM` is also `torch.nn.modules.rnn.LSTM`; `torch._VF.lstm` is also
-`torch.lstm`), so attribute access, `getattr` with a built string and aliases
-all reach the stand-in. The parent also scans the source (forbidden.py).
+(`torch.nn.LSTM` is also `torch.nn.modules.rnn.LSTM`), so attribute access,
+`getattr` with a built string and aliases all reach the stand-in; a forbidden
+Python function, and the methods a forbidden class defines, refuse in place
+too, so no other reference to them (a registry, a base class) reaches the
+original. A forbidden operator is refused where it runs, whatever reached it
+(forbidden_ops.py). The parent also scans the source (forbidden.py), to explain.
 """
 from __future__ import annotations
 
-import importlib
 import importlib.abc
 import os
 import sys
+import types
+
+import forbidden_ops
+from forbidden_ops import resolve
 
 
 class Forbidden(Exception):
@@ -20,14 +26,15 @@ class Forbidden(Exception):
 
 
 class Guard(importlib.abc.MetaPathFinder):
-    def __init__(self, submission_dir: str, modules: list[str], calls: list[str]):
+    def __init__(self, submission_dir: str, modules: list[str], calls: list[str], operators: list[str]):
         self.submission_dir = submission_dir + os.sep
         self.modules = modules
         self.violations: list[str] = []
-        self.stand_ins: dict[str, object] = {}
+        self.stand_ins: dict[str, object] = {}  # a forbidden built-in or class -> what now stands in its name
         sys.meta_path.insert(0, self)
         for dotted in calls:
             self._replace(dotted)
+        self.registrations = forbidden_ops.refuse(operators, self.refusal)  # kept: dropped, the kernels would come back
 
     # ---- modules -------------------------------------------------------------
 
@@ -40,13 +47,19 @@ class Guard(importlib.abc.MetaPathFinder):
     # ---- calls ---------------------------------------------------------------
 
     def _replace(self, dotted: str) -> None:
-        owner_name, name = dotted.rsplit(".", 1)
-        stand_in = replace_everywhere(dotted, lambda original: self._stand_in(dotted, original))
-        self.stand_ins[dotted] = stand_in
-        for namespace_owner, attr in _READ_ONLY_NAMESPACES.get(owner_name, ()):
-            _blocked_names(resolve(namespace_owner), attr)[name] = stand_in
-        if "torch" in sys.modules and hasattr(resolve("torch.ops.aten"), name):
-            _refuse_calls(getattr(resolve("torch.ops.aten"), name), stand_in)
+        original = resolve(dotted)
+        refuse = self.refusal(f"call of {dotted}")
+        for fn in [original] if isinstance(original, types.FunctionType) else _own_methods(original):
+            fn.__code__ = forbidden_ops.refusing_code(fn, refuse)
+        if not isinstance(original, types.FunctionType):  # a built-in, which has no code, or a class
+            self.stand_ins[dotted] = replace_everywhere(dotted, lambda original: self._stand_in(original, refuse))
+
+    def report(self) -> list[str]:
+        """What was refused since the last report, each with the student's line, and what student code undid of the guard:
+        the reply to each request says what that request did, so a case's message is about its own code."""
+        refused, self.violations = self.violations, []
+        tampered = self.tampered()
+        return refused + ([tampered] if tampered else [])
 
     def tampered(self) -> str | None:
         """What student code undid of the guard, if anything: it is no longer first to see imports,
@@ -59,13 +72,19 @@ class Guard(importlib.abc.MetaPathFinder):
                 return f"{dotted} was put back after the grader replaced it"
         return None
 
-    def _stand_in(self, dotted: str, original):
+    def refusal(self, what: str):
+        """What runs in place of `what` (a forbidden call, or what reaches a forbidden operator): it records the
+        student's line that led there, and raises."""
         guard = self
 
         def refuse(*args, **kwargs):
-            guard._record(f"call of {dotted}", sys._getframe(1))
-            raise Forbidden(f"{dotted} may not be used in this component")
+            guard._record(what, sys._getframe(1))
+            raise Forbidden(f"{what} may not be used in this component")
 
+        return refuse
+
+    @staticmethod
+    def _stand_in(original, refuse):
         if isinstance(original, type):  # a class: refuse instances and subclasses alike
             return type(original.__name__, (), {
                 "__new__": lambda cls, *a, **k: refuse(),
@@ -97,13 +116,6 @@ class Spy:
         return spied
 
 
-def _refuse_calls(packet, refuse) -> None:
-    """The dispatcher's entry for a kernel (torch.ops.aten.lstm_cell) and its overloads (.default, ...)
-    refuse calls, but stay the objects torch's own modules use as keys when they register rules."""
-    for op in (packet, *(getattr(packet, name) for name in packet.overloads())):
-        op.__class__ = type(type(op).__name__, (type(op),), {"__slots__": (), "__call__": lambda self, *a, **k: refuse(*a, **k)})
-
-
 def replace_everywhere(dotted: str, make_replacement):
     """Swap the object at `dotted` for make_replacement(object) wherever a loaded module holds it."""
     owner_name, name = dotted.rsplit(".", 1)
@@ -118,45 +130,6 @@ def replace_everywhere(dotted: str, make_replacement):
     return replacement
 
 
-# torch._VF's kernels also live on read-only C namespaces (an instance and its
-# class); each is swapped for a delegating shadow, which torch._VF itself also reads through.
-_READ_ONLY_NAMESPACES = {"torch._VF": (("torch._C", "_VariableFunctions"), ("torch._C", "_VariableFunctionsClass"), ("torch._VF", "vf"))}
-_SHADOWS: dict[int, dict] = {}  # id(shadow) -> its blocked names; kept here, not on the shadow, so the shadow hands out nothing
-
-
-def _blocked_names(owner, attr: str) -> dict:
-    """The blocked names of the shadow standing in for owner.attr, putting one there first.
-
-    The shadow holds the real namespace only in a closure: an attribute would be a way back to the kernels."""
-    current = getattr(owner, attr)
-    if id(current) in _SHADOWS:
-        return _SHADOWS[id(current)]
-    blocked: dict = {}
-
-    class Shadow:
-        __slots__ = ()
-
-        def __getattr__(self, name):
-            return blocked[name] if name in blocked else getattr(current, name)
-
-        def __dir__(self):
-            return dir(current)
-
-    shadow = Shadow()
-    _SHADOWS[id(shadow)] = blocked
-    setattr(owner, attr, shadow)
-    return blocked
-
-
-def resolve(dotted: str):
-    """The object at a dotted path: the longest importable module prefix, then attributes."""
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(dotted)
+def _own_methods(cls) -> list[types.FunctionType]:
+    """The Python functions a class defines itself (its methods, properties' getters aside)."""
+    return [fn for fn in vars(cls).values() if isinstance(fn, types.FunctionType)] if isinstance(cls, type) else []

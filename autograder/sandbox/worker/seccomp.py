@@ -21,6 +21,10 @@ student code runs. It refuses:
   CLONE_NEW* flag, mount, umount2, pivot_root, chroot; clone3 (ENOSYS: its
   flags sit behind a pointer the filter cannot read, and glibc falls back to
   clone); and bpf, perf_event_open, userfaultfd and the key syscalls;
+- running another program (EPERM): execve and execveat. A fresh interpreter
+  would run code no scan read, with none of the worker's guard, operator
+  refusals or audit hooks (a child `python -c "import torch ..."` computing
+  backprop); a forked child is a copy of the worker, walls and all;
 - any other system-call ABI (ENOSYS): i386 calls through int 0x80, whose
   socketcall would dodge the socket rule, and x32 calls.
 
@@ -118,6 +122,8 @@ ARCHES = {
             "add_key": 248,
             "request_key": 249,
             "keyctl": 250,
+            "execve": 59,
+            "execveat": 322,
         },
     ),
     "aarch64": (
@@ -155,6 +161,8 @@ ARCHES = {
             "add_key": 217,
             "request_key": 218,
             "keyctl": 219,
+            "execve": 221,
+            "execveat": 281,
         },
     ),
 }
@@ -216,7 +224,7 @@ def rules(protected_pids: list[int], protected_pgids: list[int]) -> list[tuple[s
     always_eperm = (
         "tkill", "pidfd_send_signal", "ptrace", "process_vm_readv", "process_vm_writev",
         "unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
-        "bpf", "perf_event_open", "userfaultfd", "add_key", "request_key", "keyctl",
+        "bpf", "perf_event_open", "userfaultfd", "add_key", "request_key", "keyctl", "execve", "execveat",
     )  # fmt: skip
     always_enosys = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3")
     return [

@@ -17,13 +17,15 @@ from __future__ import annotations
 import importlib
 import io
 import os
+import random
 import sys
 import traceback
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import guard  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
+import audit  # noqa: E402  (-I keeps this folder off sys.path; it is removed again below)
+import guard  # noqa: E402
 import wire  # noqa: E402
 
 del sys.path[0]
@@ -256,6 +258,81 @@ def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, li
     return {"value": wire.encode(result, out, objects.handle)}, out
 
 
+class Settings:
+    """Process-wide settings that change what code computes, or how fast: torch's thread count, default dtype and
+    device, grad and inference mode, determinism, anomaly detection, autocast, matmul precision, backend flags, denormals,
+    and the torch function and dispatch modes left active. Taken before any student code runs and set back after every
+    request, in the student's and the reference's worker alike, so a setting neither helps nor hurts a later case or
+    timing sample; `restore` says what the request had changed. The random states of torch, numpy and random start
+    afresh at each case and each timing sample (`reseed`), not at each request: within a case, a function that draws
+    from a global generator where it was given one draws differently on each call, as it would anywhere."""
+
+    SEED = 0  # numpy's and random's global generators start here (torch's own start is fixed already)
+
+    def __init__(self):
+        self.torch = sys.modules.get("torch")  # a component that forbids torch has none to set
+        self.numpy = sys.modules.get("numpy")
+        self.flags = self._flags()
+        self.values = {name: read() for name, (read, _) in self.flags.items()}
+        self.torch_random = self.torch.get_rng_state() if self.torch else None
+        self.reseed()
+
+    def _flags(self) -> dict:
+        """Each setting by the call a student would make, with how to read it and how to set it."""
+        if self.torch is None:
+            return {}
+        torch, backends = self.torch, self.torch.backends
+        pop_mode = importlib.import_module("torch.utils._python_dispatch")._pop_mode
+
+        def attribute(owner, name: str):
+            return lambda: getattr(owner, name), lambda value: setattr(owner, name, value)
+
+        def popped(depth, pop):
+            return lambda: depth(), lambda want: [pop() for _ in range(depth() - want)]
+
+        return {
+            "torch.set_num_threads": (torch.get_num_threads, torch.set_num_threads),
+            "torch.set_default_dtype": (torch.get_default_dtype, torch.set_default_dtype),
+            "torch.set_default_device": (torch.get_default_device, lambda device: torch.set_default_device(None)),  # cpu: no mode
+            "torch.set_grad_enabled": (torch.is_grad_enabled, torch.set_grad_enabled),
+            "torch.inference_mode": (torch.is_inference_mode_enabled, lambda on: torch.inference_mode(on).__enter__()),
+            "torch.use_deterministic_algorithms": (
+                lambda: (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
+                lambda value: torch.use_deterministic_algorithms(value[0], warn_only=value[1])),
+            "torch.autograd.set_detect_anomaly": (torch.is_anomaly_enabled, torch.autograd.set_detect_anomaly),
+            "torch.set_float32_matmul_precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+            "torch.set_autocast_enabled('cpu')": (lambda: torch.is_autocast_enabled("cpu"), lambda on: torch.set_autocast_enabled("cpu", on)),
+            "torch.set_autocast_enabled('cuda')": (lambda: torch.is_autocast_enabled("cuda"), lambda on: torch.set_autocast_enabled("cuda", on)),
+            "torch.backends.cudnn.benchmark": attribute(backends.cudnn, "benchmark"),
+            "torch.backends.cudnn.deterministic": attribute(backends.cudnn, "deterministic"),
+            "torch.backends.cudnn.enabled": attribute(backends.cudnn, "enabled"),
+            "torch.backends.cudnn.allow_tf32": attribute(backends.cudnn, "allow_tf32"),
+            "torch.backends.cuda.matmul.allow_tf32": attribute(backends.cuda.matmul, "allow_tf32"),
+            "torch.backends.mkldnn.enabled": attribute(backends.mkldnn, "enabled"),
+            "a torch function mode left active": popped(torch._C._len_torch_function_stack, torch._C._pop_torch_function_stack),
+            "a torch dispatch mode left active": popped(torch._C._len_torch_dispatch_stack, pop_mode),
+        }
+
+    def reseed(self) -> None:
+        if self.torch is not None:
+            self.torch.set_rng_state(self.torch_random)
+        if self.numpy is not None:
+            self.numpy.random.seed(self.SEED)
+        random.seed(self.SEED)
+
+    def restore(self) -> list[str]:
+        """Set everything back; the settings that differed, as "torch.set_num_threads (2)"."""
+        changed = []
+        for name, (read, write) in self.flags.items():
+            value = read()
+            if value != self.values[name]:
+                changed.append(f"{name} ({value})")
+                write(self.values[name])
+        if self.torch is not None:
+            self.torch.set_flush_denormal(False)  # no getter: set whether or not it changed
+        return changed
+
+
 def describe_error(exc: BaseException, submission_dir: str) -> dict:
     frames = [
         f"{os.path.basename(f.filename)}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
@@ -278,8 +355,9 @@ def main(request_fd: int, reply_fd: int, walled: bool = True) -> None:
         importlib.import_module(name)
     if "torch" in sys.modules:  # else a component that forbids torch, timed by no case; bound on first use
         bind_timing_cuda()
-    forbidden = guard.Guard(submission_dir, hello["forbidden_modules"], hello["forbidden_calls"])
-    sys.path.insert(0, submission_dir)
+    forbidden = guard.Guard(submission_dir, **hello["forbidden"])
+    settings = Settings()
+    refused = audit.install(submission_dir)  # last: from here on only the submission's code is new, and it is imported only by audit
     objects = Objects()
     printed = sys.stdout = sys.stderr = Printed(submission_dir + os.sep)  # one stream: stdout and stderr keep their order
     wire.write_frame(reply_fd, {"ready": True, "held": held}, [])
@@ -288,12 +366,15 @@ def main(request_fd: int, reply_fd: int, walled: bool = True) -> None:
             request, blobs = wire.read_frame(request_fd)
         except wire.WireClosed:
             return
+        if request.get("first") or request.get("op") == "repeat":  # a case, or a timing sample, starts
+            settings.reseed()
         try:
             reply, out = serve(request, blobs, objects)
         except BaseException as exc:  # student code may raise anything, SystemExit included
             reply, out = {"error": describe_error(exc, submission_dir)}, []
-        tampered = forbidden.tampered()
-        reply["violations"] = forbidden.violations + ([tampered] if tampered else [])
+        reply["changed"] = settings.restore()
+        reply["violations"] = forbidden.report()
+        reply["refused"] = refused()
         reply.update(printed.take())
         wire.write_frame(reply_fd, reply, out)
 
