@@ -107,25 +107,19 @@ def test_import_built_at_run_time_is_caught_by_the_worker(rubric, tmp_path, work
     assert all(r.passed for r in run.results if r.case.component == "ngram")
 
 
-# Each reaches a forbidden recurrent built-in another way, unseen by the forbidden scan (the worker must
-# catch it); each is a working LSTM step otherwise. Routes to forbidden operators: tests/test_forbidden_operators.py.
+# A forbidden recurrent built-in reached, graded whole: the component fails, the other keeps every point. Every other
+# route is put to the worker alone: tests/test_security_data.py (names) and tests/test_forbidden_operators.py (kernels).
 CELL = "    gates = x_t @ W_ih.T + h_prev @ W_hh.T + b  # (B, 4H)"
-REACHED = [
-    ("attribute access", "    return torch.lstm_cell(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n", "the operator aten::lstm_cell"),
-    ("an alias bound at import", "    from torch.nn.modules.rnn import LSTMCell as Cell\n    cell = Cell(x_t.shape[1], h_prev.shape[1]).to(x_t.dtype)\n"
-     "    return cell(x_t, (h_prev, c_prev))\n", "torch.nn.LSTMCell"),
-    ("a subclass", "    class Mine(getattr(torch.nn, 'LSTM' + 'Cell')):\n        pass\n    return Mine(1, 1)(x_t, (h_prev, c_prev))\n", "torch.nn.LSTMCell"),
-]
+KERNEL = "    return torch.lstm_cell(x_t, (h_prev, c_prev), W_ih, W_hh, b)\n"  # a working step, on PyTorch's fused cell
 
 
-@pytest.mark.parametrize("route, code, name", REACHED, ids=[r[0] for r in REACHED])
 @pytest.mark.slow
-def test_forbidden_call_is_caught_however_reached(rubric, tmp_path, worker_only, route, code, name):
-    folder = solutions_with(tmp_path, "lstm.py", CELL, code + CELL)
+def test_a_forbidden_kernel_reached_fails_its_component_only(rubric, tmp_path, worker_only):
+    folder = solutions_with(tmp_path, "lstm.py", CELL, KERNEL + CELL)
     run = grade_folder(rubric, folder, tmp_path, component_ids=["rnn", "lstm"])
     lstm = [r for r in run.results if r.case.component == "lstm"]
     assert lstm and not any(r.passed for r in lstm)
-    assert all(f"{name} (lstm.py, line" in r.output for r in lstm), lstm[0].output
+    assert all("the operator aten::lstm_cell (lstm.py, line" in r.output for r in lstm), lstm[0].output
     assert all(r.passed for r in run.results if r.case.component == "rnn")
 
 
@@ -134,7 +128,7 @@ def test_the_forbidden_rewrite_keeps_every_field(rubric, tmp_path):
     """Under `without_gpu: skip` a timing case counts for nothing: failing the component for a forbidden call
     must keep it that way (and keep its extra data), or the maximum would change."""
     skipping = dataclasses.replace(rubric, timing=dataclasses.replace(rubric.timing, without_gpu="skip"))
-    folder = solutions_with(tmp_path, "lstm.py", CELL, REACHED[0][1] + CELL)
+    folder = solutions_with(tmp_path, "lstm.py", CELL, KERNEL + CELL)
     run = grade_folder(skipping, folder, tmp_path, component_ids=["lstm"])
     assert run.results and all(not r.passed and r.forbidden and r.output.startswith(GUARD) for r in run.results)
     timed = [r for r in run.results if r.case.check in TIMING]

@@ -25,6 +25,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
+from attacks import tier
 from conftest import SOLUTIONS, grade_folder, isolation, scores_by_component, solutions_with
 
 from autograder.cases import CHECKS, TIMING
@@ -33,7 +35,8 @@ from autograder.forbidden import WHY
 from autograder.reference import Reference
 from autograder.report import results_json
 from autograder.runner import GradeRun, grade
-from autograder.sandbox.host.process import Limits
+from autograder.sandbox.host.process import Deadline, Limits, start_template
+from autograder.sandbox.host.proxy import ForbiddenUsed, Slot
 from autograder.submission import open_submission
 from autograder.trial import Trial
 
@@ -576,21 +579,26 @@ def test_what_a_visible_case_shows_never_depends_on_the_secret(rubric, tmp_path)
     Defence: a worker runs its visible cases before any hidden one (runner._shares), so grades with two secrets
     show the same in every visible case."""
     code = """\
+import hashlib
+
 SEEN = []
 _count_ngrams = count_ngrams
 
 
 def count_ngrams(sentences, n):
     SEEN.extend(" ".join(tokens) for tokens in sentences)
-    print("seen so far:", SEEN[-40:])
+    print("seen so far:", len(SEEN), "sentences, digest", hashlib.sha256("\\n".join(SEEN).encode()).hexdigest()[:16])
     return _count_ngrams(sentences, n)
 """
     folder = attack(tmp_path, "ngram.py", code)
+    ngram = rubric.component("ngram")  # its counting cases, hidden ones among them, and the visible ones around them
+    counting = dataclasses.replace(rubric, components=[dataclasses.replace(ngram, cases=[
+        k for k in ngram.cases if k.check in ("ngram.padding", "ngram.counts", "ngram.vocab", "ngram.probabilities")])])
     shown = []
     for secret in ("one secret", "another secret"):
         submission = open_submission(folder, tmp_path / secret)
         with isolation(rubric) as entered:
-            run = grade(rubric, submission, secret=secret, isolation=entered, component_ids=["ngram"], timing=False)
+            run = grade(counting, submission, secret=secret, isolation=entered, component_ids=["ngram"])
         shown.append([(r.case.number, r.output, r.printed) for r in run.results if r.case.visible])
         assert any(not r.case.visible for r in run.results) and any("seen so far" in r.printed for r in run.results)
     assert shown[0] == shown[1]
@@ -667,18 +675,40 @@ REACHING = [
 ]
 
 
+# What each attacked component's worker is asked: a function of the file, on inputs of the API's shapes.
+CALLED = {"lstm": ("lstm", "lstm_step", lambda: [torch.randn(2, 3), torch.randn(2, 4), torch.randn(2, 4), torch.randn(16, 3),
+                                                 torch.randn(16, 4), torch.randn(16)]),
+          "attention": ("attention", "scaled_dot_product_attention", lambda: [torch.randn(2, 4, 3)] * 3),
+          "backprop": ("backprop", "softmax", lambda: [np.random.default_rng(0).normal(size=(3, 5))])}
+
+
+@pytest.fixture(scope="module")
+def template():
+    started = start_template(tier())
+    yield started
+    started.close()
+
+
 @pytest.mark.parametrize("route, file, component, code, helpers, guard", REACHING, ids=[r[0] for r in REACHING])
 @pytest.mark.slow
-def test_forbidden_builtins_reached_indirectly_lose_the_component(untimed_rubric, tmp_path, scans_off, route, file, component, code, helpers,
-                                                                  guard):
+def test_forbidden_builtins_reached_indirectly_are_refused_in_the_worker(rubric, tmp_path, template, route, file, component, code,
+                                                                       helpers, guard):
     """Threat: a forbidden module or call reached by a built name, a helper, a private namespace, an alias or a subclass.
-    Defence: the guard in the worker, which records the call with its line; one use fails the whole component.
-    The static scans are off, so the guard alone is shown to hold (the tamper scan also refuses some routes: REFUSED)."""
+    Defence: the guard in the worker, which records the call with its line (and, for a kernel, the dispatcher's
+    refusal: tests/test_forbidden_operators.py). The attack is put to its worker directly, as no static scan runs
+    there: the guard alone is shown to hold (the tamper scan also refuses some routes: REFUSED). That one use fails
+    the whole component and the other components keep their marks: tests/test_forbidden.py grades it."""
     folder = attack(tmp_path, file, code, **helpers)
-    run = grade_attack(untimed_rubric, folder, tmp_path, file, component)
+    slot = Slot(folder, rubric.component(component).forbidden, Limits(), tier(), template=template)
+    module, function, inputs = CALLED[component]
+    try:
+        with pytest.raises(ForbiddenUsed) as refused:
+            getattr(getattr(slot.proxy(Deadline.after(60)), module), function)(*inputs())
+    finally:
+        slot.stop()
     what, where, text = guard
     located = f" ({where}, line {line_of(folder, where, text)})" if where else ""
-    stopped(run, checks_of(run, component), f"{GUARD}{what}{located}.")
+    assert str(refused.value).split("; ")[0] == f"{what}{located}", refused.value
 
 
 # ---- 7. refused before any worker starts ------------------------------------------------------------
