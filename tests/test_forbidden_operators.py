@@ -103,6 +103,11 @@ ROUTES = [
           f"    return decompositions.scaled_dot_product_flash_attention_for_cpu(Q, K, V)[0]{HERE}\n",
           "the operator aten::_scaled_dot_product_flash_attention_for_cpu, through PyTorch's Python implementation "
           "torch._decomp.decompositions.scaled_dot_product_flash_attention_for_cpu"),
+    Route("flex attention's public function (forbidden nowhere on 2885c7d)", "attention",
+          f"    from torch.nn.attention.flex_attention import flex_attention\n    return flex_attention(Q, K, V){HERE}\n",
+          "call of torch.nn.attention.flex_attention.flex_attention",
+          ("mention of torch.nn.attention.flex_attention.flex_attention in an import",
+           "use of torch.nn.attention.flex_attention.flex_attention")),
     Route("flex attention's higher-order operator", "attention",
           f"    import torch._higher_order_ops.flex_attention\n    return torch.ops.higher_order.flex_attention(Q, K, V){HERE}\n",
           "the operator higher_order::flex_attention",
