@@ -241,8 +241,9 @@ def _forbidden_uses(tree: ast.AST, forbidden: Forbidden) -> dict[int, str]:
             use = _forbidden_call(written, calls) or _forbidden_call(full, calls) or _operator_named(full, forbidden.operators)
             if use:
                 add(node.lineno, *_how(node, use, called, parents))
-        if isinstance(node, ast.Name) and id(node) in called and "." in _expand(node.id, aliases):  # `from torch.nn import LSTM`, then LSTM(...)
-            use = _forbidden_call(_expand(node.id, aliases), calls) or _operator_named(_expand(node.id, aliases), forbidden.operators)
+        full = _expand(node.id, aliases) if isinstance(node, ast.Name) and id(node) in called else ""
+        if "." in full:  # `from torch.nn import LSTM`, then LSTM(...)
+            use = _forbidden_call(full, calls) or _operator_named(full, forbidden.operators)
             if use:
                 add(node.lineno, 0, f"use of {use}")
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.partition(".")[0] in forbidden.operators:

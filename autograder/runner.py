@@ -407,6 +407,12 @@ def _limits(cases: list[Case], rubric: Rubric) -> Limits:
     return Limits(cpu_seconds=int(sum(c.timeout for c in cases)) + 60, memory_bytes=rubric.memory_mb << 20)
 
 
+def kept_template(rubric: Rubric, tier: Tier) -> Template | None:
+    """A template for every case of `rubric`, for a caller to keep across grades of the course's own code (`grade`'s
+    `template`); None where workers are not forked (no walls) or it cannot start."""
+    return _template(tier, template_modules(_imports([k for c in rubric.components for k in c.cases]))) if tier.walled else None
+
+
 def _template(tier: Tier, modules: tuple[str, ...]) -> Template | None:
     """The submission's template, or None when its process cannot be started: workers then start from nothing, and
     one that cannot start either is the grader's failure of the case that needed it (process.WorkerWontStart)."""

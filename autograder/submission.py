@@ -36,7 +36,6 @@ from __future__ import annotations
 import ast
 import codecs
 import errno
-import importlib.machinery
 import json
 import os
 import re
@@ -54,6 +53,7 @@ from typing import BinaryIO
 from .cases import FILES
 from .forbidden import scan_tampering
 from .sandbox.host.process import WORKER_FILES
+from .sandbox.worker.audit import installed_paths, library_module
 
 API_FILES = frozenset(FILES.values())
 FILE_ORDER = tuple(sorted(API_FILES))  # for messages
@@ -380,16 +380,9 @@ def shadowed(stem: str) -> str | None:
         return f"`{stem}`, a module of Python's standard library"
     if stem in {PurePosixPath(name).stem for name in WORKER_FILES}:
         return f"`{stem}`, a module of the grader's worker"
-    if importlib.machinery.PathFinder.find_spec(stem, _library_paths()) is not None:
+    if library_module(stem, installed_paths()):
         return f"`{stem}`, an installed package"
     return None
-
-
-def _library_paths() -> list[str]:
-    """The folders of sys.path inside the Python installation (its standard library, site-packages), not those a
-    program or a test adds."""
-    prefixes = tuple(os.path.join(os.path.realpath(p), "") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
-    return [p for p in sys.path if p and os.path.join(os.path.realpath(p), "").startswith(prefixes)]
 
 
 def _aside(rel: str) -> bool:

@@ -24,11 +24,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .cases import IMPORTS, TIMING
+from .cases import TIMING
 from .rubric import Rubric, read_yaml
 from .outcome import INTERNAL_ERROR
-from .runner import CaseResult, GradeRun, grade
-from .sandbox.host.process import start_template, template_modules
+from .runner import CaseResult, GradeRun, grade, kept_template
 from .sandbox.host.template import Template
 from .sandbox.host.tiers import Isolation, isolation_for
 from .submission import open_submission
@@ -184,8 +183,7 @@ def judge_each(rubric: Rubric, mistakes: list[Mistake], isolation: Isolation, qu
     several files, and one grade takes the components of all those files. No solution imports another, so each file's
     components see their own mistake alone. The variants are the course's own code, edits of solutions/, so their
     workers fork from one template (a process that imports torch) kept for every group. Verdicts come group by group."""
-    imports = tuple(dict.fromkeys(m for c in rubric.components for k in c.cases for m in IMPORTS.get(k.check, ())))
-    template = start_template(isolation.tier, template_modules(imports)) if isolation.tier.walled else None  # else each grade's own
+    template = kept_template(rubric, isolation.tier)  # None: each grade starts its own, as elsewhere
     try:
         yield from _judge_groups(rubric, mistakes, isolation, quick, template)
     finally:

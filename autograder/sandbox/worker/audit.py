@@ -353,19 +353,30 @@ class _Loader:
         exec(compile(self.source, self.path, "exec", dont_inherit=True), module.__dict__)
 
 
+def installed_paths() -> list[str]:
+    """The folders of sys.path inside the Python installation (its standard library, site-packages), not those a
+    program, a test or a student bundle adds."""
+    prefixes = tuple(os.path.join(os.path.realpath(p), "") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    return [p for p in sys.path if p and os.path.join(os.path.realpath(p), "").startswith(prefixes)]
+
+
+def library_module(name: str, installed: list[str]) -> bool:
+    """Whether `import NAME` finds a module of the standard library, or one in the `installed` folders."""
+    return name in sys.stdlib_module_names or importlib.machinery.PathFinder.find_spec(name, installed) is not None
+
+
 def _mapped(folder: str) -> dict[str, bytes | None]:
     """Module name -> sha256 of each .py file of `folder` that could be imported, as the folder holds them now; None for
     one named like a module of the standard library or of the Python installation, which is never imported in its
     place (the parent copies no such file: submission.shadowed; this finder, before sys.path's, holds to it too)."""
-    prefixes = tuple(os.path.join(os.path.realpath(p), "") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
-    installed = [p for p in sys.path if p and os.path.join(os.path.realpath(p), "").startswith(prefixes)]
+    installed = installed_paths()
     files = {}
     with os.scandir(folder) as entries:
         for entry in entries:
             name = entry.name.removesuffix(".py")
             if not (entry.name.endswith(".py") and name.isidentifier() and entry.is_file(follow_symlinks=False)):
                 continue
-            if name in sys.stdlib_module_names or importlib.machinery.PathFinder.find_spec(name, installed) is not None:
+            if library_module(name, installed):
                 files[name] = None
                 continue
             with open(entry.path, "rb") as f:
