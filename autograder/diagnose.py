@@ -6,7 +6,8 @@ a ratio that is the same in every element (a sum where a mean is expected, a log
 values that stop at a constant where the expected ones keep growing (a clamp, an epsilon inside a log), the
 expected values shifted by one position, transposed, in another order, with positions or items left out or
 added, and, for statistical tests, what a sample shows. Each speaks only when it explains every element, as
-a hint does, and starts with the judge's LIKELY prefix only when it names a mistake. In a hidden case nothing
+a hint does, and starts with the judge's LIKELY prefix only when it names a mistake; when none does, where
+along an axis the error enters is a fact worth saying (error_enters). In a hidden case nothing
 of an expected value is said: a ratio, a size's name, an axis, a position or the student's own value is
 fine, an expected item is not.
 
@@ -111,6 +112,25 @@ def values(got, want, tol, dims: Mapping[str, int] | None = None) -> str:
         found = (lambda: ratio(g, w, tol, dims), lambda: power(g, w, tol), lambda: clamped(g, w, tol), lambda: diagonal(g, w, tol),
                  lambda: shifted(g, w, tol, dims), lambda: transposed(g, w, tol), lambda: reordered(g, w, tol, dims))
     return next((said for said in (diagnose() for diagnose in found) if said), "")
+
+
+@quiet
+def error_enters(off: np.ndarray, dims: Mapping[str, int] | None = None) -> str:
+    """Where along an axis the error enters: the first k positions (1 <= k < n) all within tolerance and every later
+    one with an element off (a recurrence wrong from its second step). `off`: the judge's verdict per element. Of the
+    axes of size 3 or more where that holds, the longest (a time axis) is named. A fact, not a mistake: no LIKELY."""
+    found = []
+    for axis in range(off.ndim):
+        n = off.shape[axis]
+        wrong = _rows(off, axis).any(axis=1)
+        k = int(np.argmax(wrong))  # the first position with an element off
+        if n >= 3 and 1 <= k and wrong[k:].all():
+            found.append((n, -axis, k))
+    if not found:
+        return ""
+    n, axis, k = max(found)
+    right = "position 0 matches" if k == 1 else f"positions 0 to {k - 1} match"
+    return f" Along {_axis(-axis, n, dims)}, {right} the reference and every later one differs: the error enters at position {k}."
 
 
 def _dtype(x) -> str:

@@ -11,6 +11,7 @@ so an all-zero implementation never passes on its gradients alone.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -54,7 +55,8 @@ def load_reference_weights(t, student_module: Remote, reference_module: torch.nn
 
 def check_gradients(t, student_fn: Remote, reference_fn, args: Sequence, *, grad_args: Sequence[int], names: Sequence[str],
                     outputs: Sequence[str], parameters: tuple[Remote, torch.nn.Module] | None = None) -> None:
-    """Compare outputs, then input gradients (args at `grad_args`, called `names`), then parameter gradients.
+    """Compare outputs, then input gradients (args at `grad_args`, called `names`), then parameter gradients; the
+    outputs are judged together, then all gradients together (Trial.close_each: the message says which match).
 
     `outputs` names the tensors of the output in order (e.g. "hs", "h_last"), nested tuples flattened.
     `parameters` = (student module, reference module) whose weights were loaded with load_reference_weights.
@@ -66,22 +68,18 @@ def check_gradients(t, student_fn: Remote, reference_fn, args: Sequence, *, grad
     stu_args = [t.student.put(_leaf(a, True)) if i in grad_args else a for i, a in enumerate(args)]
     out = t.student.call(student_fn, *stu_args, keep=True)
     got = _tensors_or_fail(t, t.student.value(out), len(ref_out), outputs)
-    for name, g, w in zip(outputs, got, ref_out):
-        t.close(g.detach(), w, name)
-        if not g.requires_grad:
-            t.fail(f"{name} is detached from the autograd graph, so no gradient can flow back through it "
-                   "(.detach(), .data, .item(), numpy or torch.no_grad() in the forward pass?).")
+    t.close_each("the outputs", [(name, functools.partial(_compare_output, t, g, w, name))
+                                 for name, g, w in zip(outputs, got, ref_out)])
     leaves = t.student.torch.utils._pytree.tree_leaves(out, keep=True)
     tensors = [t.student.call(t.student.operator.getitem, leaves, i, keep=True) for i in range(len(ref_out))]
     t.student.torch.autograd.backward(tensors, upstream)
 
-    for i, name, want in zip(grad_args, names, ref_grads):
-        _compare_grad(t, t.student.value(stu_args[i].grad), want, f"the gradient of {name}")
-    for pname, want in param_grads.items():
-        remote = parameters[0]
-        for part in pname.split("."):
-            remote = getattr(remote, part)
-        _compare_grad(t, t.student.value(remote.grad), want, f"the gradient of parameter {pname}")
+    # (name, the student's .grad, still in the worker, and the reference's), fetched only when judged
+    grads = [(name, stu_args[i].grad, want, f"the gradient of {name}") for i, name, want in zip(grad_args, names, ref_grads)]
+    grads += [(pname, _parameter(parameters[0], pname).grad, want, f"the gradient of parameter {pname}")
+              for pname, want in param_grads.items()]
+    t.close_each("the gradients", [(name, functools.partial(_compare_grad, t, grad, want, what))
+                                   for name, grad, want, what in grads])
 
 
 def _reference_pass(rng: np.random.Generator, reference_fn, args: Sequence, grad_args: Sequence[int], parameters):
@@ -135,7 +133,22 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def _compare_grad(t, got, want: torch.Tensor, what: str) -> None:
+def _compare_output(t, got: torch.Tensor, want, name: str) -> None:
+    t.close(got.detach(), want, name)
+    if not got.requires_grad:
+        t.fail(f"{name} is detached from the autograd graph, so no gradient can flow back through it "
+               "(.detach(), .data, .item(), numpy or torch.no_grad() in the forward pass?).")
+
+
+def _parameter(module: Remote, name: str) -> Remote:
+    """The student's parameter by its dotted name ("encoder.weight")."""
+    for part in name.split("."):
+        module = getattr(module, part)
+    return module
+
+
+def _compare_grad(t, remote: Remote, want: torch.Tensor, what: str) -> None:
+    got = t.student.value(remote)
     if got is None:
         t.fail(f"{what}: no gradient reached it; the computation must use it through differentiable torch operations.")
     t.close(got, want, what)

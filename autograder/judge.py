@@ -9,11 +9,13 @@ bound of a low-precision case's error model (rounding.py); the element shown
 is the worst relative to what it is allowed. For cases that are not visible,
 messages never contain expected values or errors from which they could be
 recovered: only where and how much of the output is off. When no hint of the case explains a difference,
-the general diagnostics of diagnose.py may (a ratio, a clamp, a shift, a transpose, items left out).
+the general diagnostics of diagnose.py may (a ratio, a clamp, a shift, a transpose, items left out), or else
+say where along an axis the error enters. Several outputs of one call are judged together (expect_each), so
+that the message says which of them match.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -224,7 +226,39 @@ def _compare_floats(g, w, what, tol: Tolerance, visible, hints, where, dims: Siz
                   f"(error {err[worst]:.3g}, allowed {allowed[worst]:.3g}); {share}")
     else:
         detail = f"{share}; the first is at {where(np.argwhere(off)[0])}"
-    raise CaseFailed(f"{what}: values differ from the reference: {detail}." + (_likely(g, hints, tol) or diagnose.values(g64, w64, tol, dims)))
+    raise CaseFailed(f"{what}: values differ from the reference: {detail}."
+                     + (_likely(g, hints, tol) or diagnose.values(g64, w64, tol, dims) or diagnose.error_enters(off, dims)))
+
+
+def expect_each(parts: Sequence[tuple[str, Callable[[], None]]], of: str) -> None:
+    """Several outputs of one call judged as one: each part is (its name, a comparison that raises CaseFailed), and
+    every part is judged. If any fails, the case fails with the first failing part's own message and, where some parts
+    match and some do not, one sentence naming which, in the order given: where the values first part from the
+    reference's. `of` names them all ("the gradients"). Any other exception ends the case as it would have, had the
+    parts been judged one after the other: at once, or behind a part that failed before it."""
+    first, matching, failing = None, [], []
+    for name, judge_part in parts:
+        try:
+            judge_part()
+        except CaseFailed as exc:
+            first = first or exc
+            failing.append(name)
+            continue
+        except Exception:
+            if first is not None:
+                raise first
+            raise
+        matching.append(name)
+    if first is None:
+        return
+    if matching:
+        first.args = (f"{first} Of {of}: {_listed(matching)} {'matches' if len(matching) == 1 else 'match'}; "
+                      f"{_listed(failing)} {'does' if len(failing) == 1 else 'do'} not.",)
+    raise first
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _digits(expected: float, got: float) -> tuple[str, str]:

@@ -35,9 +35,11 @@ from .rubric import Case, Component, Rubric
 from .sandbox.host import reaper
 from .sandbox.host.floor import Floor
 from .sandbox.host.process import Deadline, Limits, StudentRaised, forkable, start_template, template_modules
-from .sandbox.host.proxy import Slot
+from .sandbox.host.proxy import Proxy, Slot
+from .sandbox.host.tape import Tape
 from .sandbox.host.template import Template, TemplateGone
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
+from .mutants.match import Evidence, Explainer, explainable
 from .submission import Submission, printable
 from .timing import Speed, Verdict, reference_slot
 from .trial import Trial
@@ -53,6 +55,7 @@ class CaseResult:
     counted: bool = True  # False: reported only (a timing case without a GPU under `inform` or `skip`)
     printed: str = ""  # what the student's code printed during a visible case (never a hidden one), made safe to show
     printed_more: int = 0  # characters it printed beyond those
+    evidence: Evidence | None = field(default=None, compare=False, repr=False)  # for mutants to explain, until judged
 
     @property
     def passed(self) -> bool:
@@ -169,8 +172,9 @@ def grade(
     # that those heavy cases run on one lane while the rest of the component is graded on the other.
     shares = [(i, part) for i, (_, cases) in enumerate(todo) for part in _shares(cases)]
     floor = Floor(machine)
+    explainer = Explainer(expected.reference, secret) if isinstance(expected, Live) else None  # a bundle has no reference
     report = _InOrder(run, on_result, [sum(i == j for j, _ in shares) for i in range(len(todo))],
-                      lambda plan, results: _judged(plan, results, submission.caveats.get(plan.component.file)))
+                      lambda plan, results: _judged(plan, results, submission.caveats.get(plan.component.file), explainer))
     count = max(1, min(lanes or usable_cores(), LANES, len(shares)))
     # Shares with imports of their own first (they hold the heaviest cases), then the costliest of the others, then the
     # rubric's order (the first parts of a course are the cheapest), so that the lanes end close together.
@@ -473,15 +477,18 @@ def _grade_share(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict,
     return results
 
 
-def _judged(plan: _Plan, results: list[CaseResult], caveat: str | None) -> list[CaseResult]:
+def _judged(plan: _Plan, results: list[CaseResult], caveat: str | None, explainer: Explainer | None = None) -> list[CaseResult]:
     """A component's results, all its shares' together, judged as one: one use of a forbidden built-in fails the whole
     component, also the cases that ran before it and those a restarted worker (which starts with a clean record)
     would otherwise pass. A forbidden name that no case reached costs nothing; course staff review it (report.py
-    tells the student). `caveat`: work of the student's that was not graded, said under every failed case."""
+    tells the student). `caveat`: work of the student's that was not graded, said under every failed case. A wrong
+    answer no hint named may be named by the mutant of the reference that gives it (`explainer`: mutants/match.py)."""
     used = next((r.outcome for r in results if r.forbidden), None)
     if used:
         results = [replace(r, outcome=replace(used, extra=r.extra)) for r in results]
     elif not plan.early:
+        if explainer:
+            results = [replace(r, evidence=None) for r in explainer.explain(plan.component, results)]
         review = {"review": {"file": plan.component.file, "forbidden_names": plan.named}} if plan.named else {}
         results = [r.with_outcome(extra={**r.extra, **review}) for r in _causes_first(results)]
     return [r.with_outcome(message=f"{r.output} {caveat}") if caveat and not r.passed else r for r in results]
@@ -592,16 +599,20 @@ def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, roo
         return CaseResult(case, Outcome("skipped", f"Skipped: no GPU here, and timing cases are skipped without one.{unseen}",
                                         extra=speed.record()), counted=False)
     outcome = _outcome(student.start)  # under a start-up deadline of its own, not the case's time limit
-    proxy = student.proxy(Deadline.after(case.timeout if timeout is None else timeout), Boundary())
+    tape = Tape(student) if explainable(case) else None  # what a mutant of the reference may explain (mutants/match.py)
+    proxy = Proxy(tape or student, Deadline.after(case.timeout if timeout is None else timeout), Boundary())
+    trial = Trial(case, proxy, expected, secret, speed)
     if outcome.passed:
         check = functools.partial(unittests.run, root, case) if case.unittest else functools.partial(CHECKS[case.check], **case.params)
-        outcome = _outcome(lambda: check(Trial(case, proxy, expected, secret, speed)))
+        outcome = _outcome(lambda: check(trial))
     if not counted and outcome.passed:
         outcome = replace(outcome, message=outcome.message + " Reported only: without a GPU, timing earns no points here.")
     if proxy.set_back:
         outcome = replace(outcome, message=f"{outcome.message} {SET_BACK}{', '.join(proxy.set_back)}.")
     shown = printable(proxy.printed.text, keep="\n\t") if case.visible else ""  # hidden inputs must not show through prints
-    return CaseResult(case, outcome, time.monotonic() - started, counted, shown, proxy.printed.more if case.visible else 0)
+    failed_comparing = outcome.kind == "wrong" and trial.compared > trial.judged  # not a sample's test, not the check's own fail
+    evidence = Evidence(tape.entries, trial.judged) if tape and (outcome.passed or failed_comparing) else None
+    return CaseResult(case, outcome, time.monotonic() - started, counted, shown, proxy.printed.more if case.visible else 0, evidence)
 
 
 def _outcome(check: Callable[[], Verdict | Outcome | None]) -> Outcome:

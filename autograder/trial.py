@@ -1,6 +1,7 @@
 """What a check function receives: one case's inputs, expected values and student."""
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 
@@ -29,6 +30,9 @@ class Trial:
         self.seed = case_seed(case, secret)
         self.rng = np.random.default_rng(self.seed)
         self.visible = case.visible
+        # Comparisons begun and passed: a case that failed in one (not by a check's own t.fail) may be explained by a
+        # mutant of the reference, whose run again must pass as many and that one too (mutants/match.py).
+        self.compared = self.judged = 0
 
     def expect(self, compute):
         """`compute(ref)` on the reference modules: every expected value, and every use of a reference
@@ -44,12 +48,25 @@ class Trial:
         `dims` name the sizes of the inputs ({"B, the batch size": 4}), so that a wrong answer that is one of
         them times the expected one is named; `nonfinite` says what makes this component's values NaN or Inf
         (judge.expect_array)."""
+        self.compared += 1
         tol = {"rtol": self.case.rtol, "atol": self.case.atol, "visible": self.visible, "hints": self._expected.hints(self.rng, hints),
                "dims": dims, "nonfinite": nonfinite}
         if isinstance(want.truth if isinstance(want, Rounded) else want, (float, int)):
             judge.expect_number(got, want, what, **tol)
         else:
             judge.expect_array(got, want, what, labels=labels, **tol)
+        self.judged += 1
+
+    def part(self, name: str, got, want, what: str, **options) -> tuple[str, Callable[[], None]]:
+        """A comparison `close` makes (`options`: its hints, labels, dims, nonfinite), kept for `close_each` to judge
+        with the others; `name` is what close_each's sentence calls it ("dW")."""
+        return name, functools.partial(self.close, got, want, what, **options)
+
+    def close_each(self, of: str, parts: list[tuple[str, Callable[[], None]]]) -> None:
+        """Several outputs of one call (`part`s, or a name and any comparison that raises CaseFailed) judged as one:
+        the first failing part's message, then which parts match and which do not (judge.expect_each). `of` names them
+        all ("the gradients"); the parts are compared in the order given."""
+        judge.expect_each(parts, of)
 
     def numbers(self, values: list, labels: list[str]) -> np.ndarray:
         """The student's answers to several calls as one float64 array, each checked to be a real number
@@ -58,10 +75,14 @@ class Trial:
 
     def unchanged(self, got, original, what: str) -> None:
         """An input the student's code was given, fetched back afterwards: it must be exactly as it was."""
+        self.compared += 1
         judge.expect_identical(got, original, what)
+        self.judged += 1
 
     def equal(self, got, want, what: str, hints: Hints | None = None) -> None:
+        self.compared += 1
         judge.expect_equal(got, want, what, visible=self.visible, hints=self._expected.hints(self.rng, hints))
+        self.judged += 1
 
     def fail(self, message: str) -> None:
         raise judge.CaseFailed(message)

@@ -7,6 +7,7 @@
     .venv/bin/python benchmarks/run.py --refresh-gpu-section   # BENCHMARKS.md's section 6 again from gpu.json
     .venv/bin/python benchmarks/run.py --only-report    # section 7 alone, measured and rewritten in place (5 minutes)
     .venv/bin/python benchmarks/run.py --only-walls     # section 8 alone, measured and rewritten in place (4 minutes)
+    .venv/bin/python benchmarks/run.py --only-mutants   # section 9 alone, measured and rewritten in place (8 minutes)
 
 Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
@@ -23,7 +24,9 @@ available. Section 7 measures the class report of 300 submissions: how long
 chromium (benchmarks/class_report.py, which also builds that class alone for a
 person to look at). Section 8 measures what the worker's run-time walls cost: a
 full grade and the timing verdicts with the forbidden operators refused and
-without (benchmarks/walls.py).
+without (benchmarks/walls.py). Section 9 measures the mutants of the reference:
+the held-out mistakes they name, and what they add to passing and failing
+grades (benchmarks/mutants.py).
 """
 from __future__ import annotations
 
@@ -66,7 +69,7 @@ from autograder.sandbox.host.template import Template  # noqa: E402
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files  # noqa: E402
 from autograder.submission import open_submission  # noqa: E402
 from autograder.timing import Policy, Speed, reference_slot, verdict  # noqa: E402
-from benchmarks import class_report, walls  # noqa: E402
+from benchmarks import class_report, mutants, walls  # noqa: E402
 from benchmarks.class_batch import GPU_CLASS, class_parts, class_runs, section_class  # noqa: E402
 from benchmarks.common import BENCHMARKS_MD, SOLUTIONS, busy_cpu as _busy_cpu, read_lines as _read, replace_section, table  # noqa: E402
 
@@ -104,9 +107,9 @@ def _driver() -> str:
 # ---------------------------------------------------------------- grading
 
 
-def grade_folder(rubric: Rubric, folder: Path, tier: Tier, secret: str) -> GradeRun:
+def grade_folder(rubric: Rubric, folder: Path, tier: Tier, secret: str, **options) -> GradeRun:
     with tempfile.TemporaryDirectory() as scratch, Isolation(tier) as isolation:
-        return grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret, isolation=isolation)
+        return grade(rubric, open_submission(folder, Path(scratch) / "submission"), secret=secret, isolation=isolation, **options)
 
 
 def restricted(rubric: Rubric, keep) -> Rubric:
@@ -781,6 +784,15 @@ def walls_section(rubric: Rubric, timing_rubric: Rubric, tier: Tier, runs: int, 
     return walls.section(figures, measured)
 
 
+def mutants_section(rubric: Rubric, tier: Tier, runs: int, command: str, started: datetime.datetime, log) -> str:
+    """Section 9 measured now (benchmarks/mutants.py): it may be rewritten alone (--only-mutants)."""
+    clock = time.monotonic()
+    figures = mutants.run(rubric, tier, grade_folder, runs, log)
+    measured = (f"Measured by `{command}` on {started.strftime('%Y-%m-%d %H:%M %Z').strip()}, commit {_commit()}, in "
+                f"{(time.monotonic() - clock) / 60:.1f} min.")
+    return mutants.section(figures, measured)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -809,6 +821,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--walls-runs", type=int, default=3, help="grades each way of section 8 (default 3; 0: leave it out)")
     parser.add_argument("--only-walls", action="store_true", help="measure section 8 only, and rewrite it in --out in place, "
                         "keeping the other sections")
+    parser.add_argument("--mutants-runs", type=int, default=3, help="full grades each way of section 9 (default 3; 0: leave "
+                        "it out)")
+    parser.add_argument("--only-mutants", action="store_true", help="measure section 9 only, and rewrite it in --out in "
+                        "place, keeping the other sections")
     parser.add_argument("--probe", action="store_true", help="say whether the workers see the GPU, and stop (status 3 "
                         "when they do not)")
     args = parser.parse_args(argv)
@@ -841,6 +857,12 @@ def main(argv: list[str] | None = None) -> None:
         text = out.read_text() if out.exists() else "# Benchmarks\n"
         out.write_text(replace_section(text, walls.SECTION, section))
         log(f"wrote section 8 of {out}")
+        return
+    if args.only_mutants:
+        section = mutants_section(rubric, tier, args.mutants_runs or 3, command, started, log)
+        text = out.read_text() if out.exists() else "# Benchmarks\n"
+        out.write_text(replace_section(text, mutants.SECTION, section))
+        log(f"wrote section 9 of {out}")
         return
 
     if args.probe or args.gpu_only:
@@ -883,11 +905,13 @@ def main(argv: list[str] | None = None) -> None:
               else class_report.section(None))
     walled = (walls_section(rubric, timing_rubric, tier, args.walls_runs, command, started, log) if args.walls_runs
               else walls.section(None, ""))
+    mutated = (mutants_section(rubric, tier, args.mutants_runs, command, started, log) if args.mutants_runs
+               else mutants.section(None, ""))
 
     text = "\n\n".join([section_machine(machine(tier), command, started, time.monotonic() - clock),
                         section_wall(grades, startup, overhead), section_stability(per_case, rubric.timing),
                         section_variants(variants, rubric.timing), section_builtins(against, args.pairs),
-                        section_class(klass), section_gpu(load_gpu(args.gpu_json)), report, walled])
+                        section_class(klass), section_gpu(load_gpu(args.gpu_json)), report, walled, mutated])
     out.write_text(text + "\n")
     log(f"wrote {out}")
 

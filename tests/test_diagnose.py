@@ -146,6 +146,63 @@ def test_transposes_and_orders():
     assert swapped.startswith("the result holds the expected rows in another order (the expected one at position 0 is at 1)")
 
 
+# (B, T, H) states of a recurrence, as rnn_forward returns them
+STATES = RNG.normal(size=(3, 12, 5))
+ENTERS = "match the reference and every later one differs: the error enters at position"
+
+
+def wrong_from(k: int, axis: int = 1) -> np.ndarray:
+    """STATES wrong from position `k` on along `axis` (every element there), right before it."""
+    got = np.moveaxis(STATES.copy(), axis, 0)
+    got[k:] += RNG.normal(size=got[k:].shape)
+    return np.moveaxis(got, 0, axis)
+
+
+def test_where_along_an_axis_the_error_enters_is_said_as_a_fact():
+    """The issue's RNN whose every step starts from h0: its first step is right, every later one wrong."""
+    first = said(expect_array, wrong_from(1), STATES, "hs", visible=False, dims={"T, the sequence length": 12}, **TOL)
+    assert first.endswith(" Along axis 1 (size 12: T, the sequence length), position 0 matches the reference and every later "
+                          "one differs: the error enters at position 1.") and LIKELY not in first
+    assert "165 of 180 elements (92%)" in first and not numbers_in(first) & {round(float(v), 4) for v in STATES.ravel()}
+    later = said(expect_array, wrong_from(4), STATES, "hs", visible=True, **TOL)
+    assert later.endswith(" Along axis 1 (size 12), positions 0 to 3 match the reference and every later one differs: the error "
+                          "enters at position 4.")
+    # one row of the batch and one unit wrong in every later step: still only whole positions are judged
+    sparse = STATES.copy()
+    sparse[1, 6:, 2] += 1.0
+    assert said(expect_array, sparse, STATES, "hs", visible=True, **TOL).endswith(f"positions 0 to 5 {ENTERS} 6.")
+
+
+def test_the_longest_axis_where_the_error_enters_is_named():
+    """Where the error enters along two axes, the longer (a time axis) is named; of two as long, the first."""
+    steps = RNG.normal(size=(4, 12))
+    got = steps.copy()
+    got[2:, 5:] += 1.0  # rows 0 and 1 right, and steps 0 to 4
+    assert said(expect_array, got, steps, "x", visible=True, **TOL).endswith(f" axis 1 (size 12), positions 0 to 4 {ENTERS} 5.")
+    square = RNG.normal(size=(6, 6))
+    got = square.copy()
+    got[2:, 3:] += 1.0
+    assert said(expect_array, got, square, "x", visible=True, **TOL).endswith(f" axis 0 (size 6), positions 0 to 1 {ENTERS} 2.")
+    batch = said(expect_array, wrong_from(1, axis=0), STATES, "hs", visible=True, **TOL)  # along time nothing is right
+    assert batch.endswith(" Along axis 0 (size 3), position 0 matches the reference and every later one differs: the error "
+                          "enters at position 1.")
+
+
+def test_no_place_where_the_error_enters_is_said_when_there_is_none():
+    noisy = STATES + RNG.normal(size=STATES.shape)  # every position of every axis differs
+    gap = wrong_from(1)
+    gap[:, 7] = STATES[:, 7]  # a right position after a wrong one: not a suffix
+    first_wrong = wrong_from(0)
+    first_wrong[:, 1:] = STATES[:, 1:]  # only the first position wrong: nothing before it matches
+    short = np.array([1.0, 2.0])  # an axis of size 2 has no "every later one"
+    for got, want in ((noisy, STATES), (gap, STATES), (first_wrong, STATES), (short + [0, 1], short)):
+        assert "the error enters" not in said(expect_array, got, want, "hs", visible=True, **TOL)
+    terms = np.linspace(0.5, 40, 12)  # right up to the clamp, wrong after: the clamp that explains it is said, not this
+    clamp = said(expect_array, np.minimum(terms, 30.0), terms, "x", visible=True, **TOL)
+    assert "stops at 30" in likely(clamp) and "the error enters" not in clamp
+    assert diagnose.error_enters(np.zeros((0, 3), dtype=bool)) == diagnose.error_enters(np.array(True)) == ""
+
+
 def test_an_answer_with_the_same_values_in_another_order_by_chance_is_not_a_reordering():
     want = np.array([True, False, False, True])
     assert LIKELY not in said(expect_array, np.array([False, True, False, True]), want, "x", visible=True, **TOL)

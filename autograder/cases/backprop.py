@@ -112,21 +112,24 @@ def _check_linear_backward(t, dout: np.ndarray, x: np.ndarray, W: np.ndarray, b:
     dx, dW, db = t.expect(lambda ref: rounded(ref.oracles.backprop.linear_grads, dout, x, W, b))
     what = f"linear_backward(dout, x, W) with dout {dout.shape}, x {x.shape}, W {W.shape} ({x.dtype})"
     got = _parts(t, with_layout(t, lambda: t.student.backprop.linear_backward(dout, x, W), what, LAYOUT), 3, what)
-    t.close(got[0], dx, f"dx of {what}", hints={
-        "dx is transposed: W.T @ dout.T has shape (D, N), dx has the shape of x": lambda ref: exact(dx).T,
-    })
-    t.close(got[1], dW, f"dW of {what}", hints={
-        "dW is transposed: x.T @ dout has shape (D, H), dW has the shape of W (H, D) = dout.T @ x": lambda ref: exact(dW).T,
-        "dW is averaged over the batch instead of summed": lambda ref: exact(dW) / len(x),
-    })
-    t.close(got[2], db, f"db of {what}", hints={
-        "db is the mean over the batch instead of the sum": lambda ref: exact(db) / len(x),
-        "db is not summed over the batch (b is broadcast over the batch, so its gradient sums over it)":
-            lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="none"),
-        "db is summed over the wrong axis (axis 1 instead of the batch axis 0)": lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="axis1"),
-        "db keeps a batch axis of size 1 (keepdims=True, or ones((1, N)) @ dout): b has shape (H,), and so has db":
-            lambda ref: exact(db)[None],
-    })
+    t.close_each("the gradients", [
+        t.part("dx", got[0], dx, f"dx of {what}", hints={
+            "dx is transposed: W.T @ dout.T has shape (D, N), dx has the shape of x": lambda ref: exact(dx).T,
+        }),
+        t.part("dW", got[1], dW, f"dW of {what}", hints={
+            "dW is transposed: x.T @ dout has shape (D, H), dW has the shape of W (H, D) = dout.T @ x": lambda ref: exact(dW).T,
+            "dW is averaged over the batch instead of summed": lambda ref: exact(dW) / len(x),
+        }),
+        t.part("db", got[2], db, f"db of {what}", hints={
+            "db is the mean over the batch instead of the sum": lambda ref: exact(db) / len(x),
+            "db is not summed over the batch (b is broadcast over the batch, so its gradient sums over it)":
+                lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="none"),
+            "db is summed over the wrong axis (axis 1 instead of the batch axis 0)":
+                lambda ref: ref.oracles.backprop.bias_grad(dout, mistake="axis1"),
+            "db keeps a batch axis of size 1 (keepdims=True, or ones((1, N)) @ dout): b has shape (H,), and so has db":
+                lambda ref: exact(db)[None],
+        }),
+    ])
 
 
 def _check_tanh_backward(t, dout: np.ndarray, a: np.ndarray) -> None:
@@ -165,9 +168,11 @@ def _check_grads(t, got, want: dict, what: str, hints: dict | None = None) -> No
     t.equal(set(got), set(PARAM_KEYS), f"{what}: the keys of the gradient dict (exactly {', '.join(PARAM_KEYS)}, as in params)", hints={
         "the keys carry a d prefix (dE, dW, ...): use the names of the params themselves": lambda ref: {"d" + k for k in PARAM_KEYS},
     })
+    parts = []
     for k in PARAM_KEYS:
         zero = {"the gradient is all zeros (is the backward pass computed at all?)": lambda ref, k=k: np.zeros_like(exact(want[k]))}
-        t.close(got[k], want[k], f"{what}: the gradient of {k}", hints={**zero, **(hints or {}).get(k, {})})
+        parts.append(t.part(f"d{k}", got[k], want[k], f"{what}: the gradient of {k}", hints={**zero, **(hints or {}).get(k, {})}))
+    t.close_each("the gradients", parts)
 
 
 def _embedding_hints(contexts: np.ndarray, de, vocab: int) -> dict:

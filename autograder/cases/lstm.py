@@ -69,9 +69,11 @@ def step(t, batch: int = 3, d_in: int = 4, hidden: int = 5, dtype: str = "float6
     got = with_layout(t, lambda: t.student.lstm.lstm_step(x_t, h0, c0, W_ih, W_hh, b), what, LAYOUT)
     got_h, got_c = tensors(t, got, what, ("h_t", "c_t"))
     step_mistakes = {m: kw for m, kw in MISTAKES.items() if "zero_state" not in kw}
+    parts = []
     for i, (name, got, want) in enumerate((("c_t", got_c, c_t), ("h_t", got_h, h_t))):
         hints = {m: (lambda ref, kw=kw, i=i: ref.oracles.lstm.step(x_t, h0, c0, W_ih, W_hh, b, **kw)[1 - i]) for m, kw in step_mistakes.items()}
-        t.close(got, want, f"{what}: {name}", hints=hints)
+        parts.append(t.part(name, got, want, f"{what}: {name}", hints=hints))
+    t.close_each("the outputs", parts)
 
 
 @check("lstm.forward")
@@ -84,12 +86,16 @@ def forward(t, batch: int = 3, steps: int = 15, d_in: int = 4, hidden: int = 5, 
                       what, LAYOUT)
     got_hs, got_h, got_c = unpack_forward(t, got, what)
     hints = {m: (lambda ref, kw=kw: ref.oracles.lstm.forward(*args, **kw)) for m, kw in MISTAKES.items()}
-    t.close(got_hs, hs, f"{what}: hs", hints=hints | {
-        "hs is time-major (T, B, H), as torch.stack's default dim=0 or a (T, B, H) buffer gives: the batch comes first, "
-        "torch.stack(hs, dim=1)": lambda ref: exact(hs).transpose(0, 1),
-    })
-    t.close(got_h, h_last, f"{what}: h_last", hints={"h_last and c_last are swapped: return (hs, (h, c))": lambda ref: exact(c_last)})
-    t.close(got_c, c_last, f"{what}: c_last")
+    t.close_each("the outputs", [
+        t.part("hs", got_hs, hs, f"{what}: hs", hints=hints | {
+            "hs is time-major (T, B, H), as torch.stack's default dim=0 or a (T, B, H) buffer gives: the batch comes first, "
+            "torch.stack(hs, dim=1)": lambda ref: exact(hs).transpose(0, 1),
+        }),
+        t.part("h_last", got_h, h_last, f"{what}: h_last", hints={
+            "h_last and c_last are swapped: return (hs, (h, c))": lambda ref: exact(c_last),
+        }),
+        t.part("c_last", got_c, c_last, f"{what}: c_last"),
+    ])
 
 
 @check("lstm.forward_gradients")
@@ -109,5 +115,6 @@ def batch_independence(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden:
     whole = unpack_forward(t, t.student.lstm.lstm_forward(x, h0, c0, W_ih, W_hh, b), "lstm_forward")
     for rows, what in ((perm, "on a permuted batch"), (perm[:1], "on one example alone")):
         part = unpack_forward(t, t.student.lstm.lstm_forward(x[rows], h0[rows], c0[rows], W_ih, W_hh, b), "lstm_forward")
-        for name, got, full in zip(("hs", "h_last", "c_last"), part, whole):
-            t.close(got, full[rows], f"lstm_forward {what}: {name} must be the matching rows of the whole batch's (do examples mix?)")
+        whose = "must be the matching rows of the whole batch's (do examples mix?)"
+        t.close_each("the outputs", [t.part(name, got, full[rows], f"lstm_forward {what}: {name} {whose}")
+                                     for name, got, full in zip(("hs", "h_last", "c_last"), part, whole)])

@@ -73,11 +73,13 @@ def forward(t, batch: int = 3, steps: int = 12, d_in: int = 4, hidden: int = 5, 
     got = with_layout(t, lambda: call_leaving_inputs(t, t.student.rnn.rnn_forward, args, ("x", "h0", "W_xh", "W_hh", "b_h"), what),
                       what, LAYOUT)
     got_hs, got_last = tensors(t, got, what, ("hs", "h_last"))
-    t.close(got_hs, hs, f"{what}: hs", hints=forward_hints(*args) | {
-        "hs is time-major (T, B, H), as torch.stack's default dim=0 or a (T, B, H) buffer gives: the batch comes first, "
-        "torch.stack(hs, dim=1)": lambda ref: exact(hs).transpose(0, 1),
-    })
-    t.close(got_last, h_last, f"{what}: h_last")
+    t.close_each("the outputs", [
+        t.part("hs", got_hs, hs, f"{what}: hs", hints=forward_hints(*args) | {
+            "hs is time-major (T, B, H), as torch.stack's default dim=0 or a (T, B, H) buffer gives: the batch comes first, "
+            "torch.stack(hs, dim=1)": lambda ref: exact(hs).transpose(0, 1),
+        }),
+        t.part("h_last", got_last, h_last, f"{what}: h_last"),
+    ])
 
 
 @check("rnn.forward_gradients")
@@ -100,11 +102,13 @@ def lm_forward(t, batch: int = 3, steps: int = 7, vocab: int = 11, embed: int = 
     got_logits, got_last = tensors(t, model(ids, *h0), what, ("logits", "h_last"))
     with torch.no_grad():
         from_zeros = t.expect(lambda ref: ref_model(ids)[0])
-    t.close(got_logits, logits, f"{what}: logits", hints={
-        "the output bias b_y is missing": lambda ref: exact(logits) - ref_model.b_y.detach(),
-        "the given h0 is ignored (the recurrence starts from zeros)": lambda ref: from_zeros,
-    })
-    t.close(got_last, h_last, f"{what}: h_last")
+    t.close_each("the outputs", [
+        t.part("logits", got_logits, logits, f"{what}: logits", hints={
+            "the output bias b_y is missing": lambda ref: exact(logits) - ref_model.b_y.detach(),
+            "the given h0 is ignored (the recurrence starts from zeros)": lambda ref: from_zeros,
+        }),
+        t.part("h_last", got_last, h_last, f"{what}: h_last"),
+    ])
 
 
 @check("rnn.lm_gradients")
@@ -159,5 +163,6 @@ def batch_independence(t, batch: int = 5, steps: int = 6, d_in: int = 3, hidden:
     whole = tensors(t, t.student.rnn.rnn_forward(x, h0, W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
     for rows, what in ((perm, "on a permuted batch"), (perm[:1], "on one example alone")):
         part = tensors(t, t.student.rnn.rnn_forward(x[rows], h0[rows], W_xh, W_hh, b_h), "rnn_forward", ("hs", "h_last"))
-        for name, got, full in zip(("hs", "h_last"), part, whole):
-            t.close(got, full[rows], f"rnn_forward {what}: {name} must be the matching rows of the whole batch's (do examples mix?)")
+        whose = "must be the matching rows of the whole batch's (do examples mix?)"
+        t.close_each("the outputs", [t.part(name, got, full[rows], f"rnn_forward {what}: {name} {whose}")
+                                     for name, got, full in zip(("hs", "h_last"), part, whole)])

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ... import judge
+from ...mutants import EVIDENCE
 from ...report import PRINTED, cause, failures_first
 from ...rubric import Rubric, read_yaml
 from ...verify import CATALOG, Mistake, MistakesError
@@ -152,7 +153,8 @@ def mistakes(rubric: Rubric, people: list[dict], results: dict[str, dict]) -> li
             component, number = t["tags"][0], t["number"]
             entries = [m for m in catalogue if m.component == component and m.feedback in said[number]]
             for hint in hints[number]:
-                add("hint", component, hint, p["submission"], number, [m.name for m in entries if m.feedback in hint])
+                source = "mutant" if f"{hint}. {EVIDENCE}" in said[number] else "hint"  # found by a mutant of the reference
+                add(source, component, hint, p["submission"], number, [m.name for m in entries if m.feedback in hint])
             if component not in hinted:  # a hint explains this component's failures: a phrase elsewhere is their echo
                 for phrase in dict.fromkeys(m.feedback for m in entries):
                     add("catalogue", component, phrase, p["submission"], number, [m.name for m in entries if m.feedback == phrase])

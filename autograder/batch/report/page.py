@@ -181,8 +181,8 @@ class Page:
         d = self.data
         submitted = {c["component"]: c["submitted"] for c in d["cases"]}
         mistakes = table(["mistake", "component", "known in the catalogue as", "cases", "submissions", "share", "who"],
-                         [[m["mistake"] if m["source"] == "hint" else "; ".join(m["known_as"]), m["component"],
-                           "; ".join(m["known_as"]) if m["source"] == "hint" else f"(feedback says: {m['mistake']})",
+                         [[m["mistake"] if m["source"] != "catalogue" else "; ".join(m["known_as"]), m["component"],
+                           _known_as(m),
                            Html(esc(" ".join(m["cases"])), _case_sort(m["cases"][0]) if m["cases"] else ""), m["count"],
                            Html(pct(m["count"] / submitted[m["component"]]), m["count"] / submitted[m["component"]])
                            if submitted.get(m["component"]) else "", self.links(m["submissions"], NAMES_LISTED)]
@@ -355,3 +355,11 @@ def _marked(code: str, marks: list[list[int]]) -> str:
         out += [esc(code[at:start]), f"<mark>{esc(code[start:end])}</mark>"]
         at = end
     return "".join(out) + esc(code[at:])
+
+
+def _known_as(mistake: dict) -> str:
+    """The catalogue's names for a mistake, or where it was found when the catalogue has none."""
+    if mistake["source"] == "catalogue":
+        return f"(feedback says: {mistake['mistake']})"
+    found = "; ".join(mistake["known_as"])
+    return found or ("(not in the catalogue: found by a mutant of the reference)" if mistake["source"] == "mutant" else "")

@@ -1,0 +1,183 @@
+"""Matching: a failed case explained by the mutant of the reference whose answers are the student's.
+
+A case's exchanges with the student's worker are kept (sandbox/host/tape.py). When it fails with a wrong answer that
+no hint or diagnostic named, its check runs again in this process on those same exchanges, with a mutant of the
+component's solution file in the reference's place: the comparisons then ask whether the student's answers are that
+mutant's, within the case's own tolerance. Only mutants of the functions the case's reference computation calls are
+tried. A mutant that matches must pass every case of the component the student passed, and is preferred by how many
+of the cases the student failed it also matches; the best is named, two or three that tie are named as "one of", more
+say nothing: a wrong cause named is worse than none.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import types
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..cases import CHECKS, TIMING
+from ..diagnose import LIKELY
+from ..expected import REFERENCE, Live
+from ..outcome import Ended
+from ..sandbox.host.process import Deadline
+from ..sandbox.host.proxy import Proxy
+from ..sandbox.host.tape import Exhausted, Replayed
+from ..trial import Trial
+from . import EVIDENCE
+from .edits import Mutant, generate
+
+NAMED_AT_MOST = 3  # mutants that tie and are still named together ("one of"); more is no evidence of any one
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a case of the student's left to be explained: its exchanges with the worker, and the comparisons it passed."""
+
+    entries: list
+    judged: int
+
+
+def explainable(case) -> bool:
+    """A check of the course's (not a staff test, not a timing): it can run again on its exchanges."""
+    return not case.unittest and case.check not in TIMING
+
+
+@functools.lru_cache(maxsize=16)
+def mutants_of(path: Path, source: str) -> tuple[Mutant, ...]:
+    return tuple(generate(path.name, source))
+
+
+@functools.lru_cache(maxsize=4096)
+def _module(path: Path, source: str, mutant: Mutant) -> types.ModuleType:
+    """The mutant as a module of the reference's name, never registered in sys.modules (the reference stays there)."""
+    module = types.ModuleType(path.stem)
+    module.__file__ = str(path)
+    exec(compile(mutant.source(source), f"<mutant of {path.name}: {mutant.sentence}>", "exec"), module.__dict__)
+    return module
+
+
+class Mutated:
+    """The reference with one module replaced by a mutant of it: what `t.expect` lambdas receive as `ref`."""
+
+    def __init__(self, reference, name: str, module: types.ModuleType):
+        self._reference, self._name, self._module = reference, name, module
+
+    def __getattr__(self, name: str):
+        return self._module if name == self._name else getattr(self._reference, name)
+
+
+class _Unhinted(Live):
+    """The reference (or a mutant) for a check run again: only whether its comparisons pass counts, so no hint is
+    computed for one that fails."""
+
+    def hints(self, rng, hints):
+        return None
+
+
+class Explainer:
+    """Explains the failed cases of one component of one grade."""
+
+    def __init__(self, reference, secret: str):
+        self.reference, self.secret = reference, secret
+
+    def explain(self, component, results: list) -> list:
+        path = self.reference.solutions_dir / component.file
+        if not path.is_file():
+            return results
+        source = path.read_text()
+        with_evidence = [r for r in results if r.evidence is not None]
+        agrees: dict[tuple[Mutant, int], bool] = {}  # (mutant, case index): it gives the student's answers there
+
+        def agree(m: Mutant, r) -> bool:
+            key = (m, id(r))
+            if key not in agrees:
+                agrees[key] = self._agrees(r, Mutated(self.reference, path.stem, _module(path, source, m)))
+            return agrees[key]
+
+        explained, named, searched = [], [], []  # named: the mutants named so far, tried first on the next failed case
+        # One reference computation at a time (expected.REFERENCE), and what a mutant warns of is no one's business.
+        with REFERENCE, warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            for r in results:
+                if r.outcome.kind == "wrong" and r.evidence is not None and LIKELY not in r.output:
+                    said = self._named(r, [o for o in with_evidence if o is not r], path, source, agree, named, searched)
+                    r = r.with_outcome(message=f"{r.output}{said}") if said else r
+                explained.append(r)
+        return explained
+
+    def _named(self, failed, others: list, path: Path, source: str, agree, named: list, searched: list) -> str:
+        """A mistake that explained an earlier case and explains this one too is the same mistake: it is tried first.
+        The search over every mutant of the lines the case runs is made only when none does, and once per component:
+        its first failure no hint named runs the mistaken line if one mistake explains them all, and what a second
+        mistake costs is its name, never a wrong one."""
+        matching = [m for m in named if agree(m, failed)]
+        if not matching:
+            if searched:
+                return ""
+            searched.append(failed)
+            ran = self._ran(failed, path)
+            if ran is None:
+                return ""
+            matching = [m for m in mutants_of(path, source) if (m.function, m.line) in ran and agree(m, failed)]
+        # A mutant that fails a case the student passes is not the student's program there: it breaks what they got
+        # right (a decode_step edit standing for a forward that drops the state). Where the student fails, their code
+        # may differ in more ways than one, so agreement there only ranks the mutants.
+        matching = [m for m in matching if all(agree(m, o) for o in others if o.passed)]
+        if not matching:
+            return ""
+        score = {m: sum(agree(m, o) for o in others) for m in matching}
+        best = max(score.values())
+        named += [m for m in matching if score[m] == best and m not in named]
+        sentences = list(dict.fromkeys(m.sentence for m in matching if score[m] == best))
+        if len(sentences) > NAMED_AT_MOST:
+            return ""
+        also = f" and in {best} of the component's {len(others)} other cases" if others else ""
+        change = "that one change" if len(sentences) == 1 else "one of these changes"
+        said = sentences[0] if len(sentences) == 1 else f"one of: {'; or '.join(sentences)}"
+        return f" {LIKELY}{said}. {EVIDENCE} {change} gives your answers here{also}."
+
+    def _ran(self, failed, path: Path) -> set[tuple[str, int]] | None:
+        """The lines of `path` the case's check runs, as (function's qualname, line), when run again on the reference
+        (None: the run again did not fail as the case did, so its exchanges cannot be trusted to replay)."""
+        ran: set[tuple[str, int]] = set()
+        file = str(path)
+
+        def line(frame, event, arg):
+            if event == "line":
+                ran.add((frame.f_code.co_qualname, frame.f_lineno))
+            return line
+
+        def call(frame, event, arg):
+            return line if frame.f_code.co_filename == file else None
+
+        previous = sys.gettrace()
+        sys.settrace(call)
+        try:
+            reproduced = self._replay(failed, self.reference) is False
+        finally:
+            sys.settrace(previous)
+        return ran if reproduced else None
+
+    def _agrees(self, result, reference: Mutated) -> bool:
+        """`reference` gives the student's answers in this case: it passes where the student passed, and where the
+        student failed it passes at least the comparison that failed."""
+        return self._replay(result, reference) is True
+
+    def _replay(self, result, reference) -> bool | None:
+        """True: agrees with the student's answers; False: fails at the comparison the student failed or before it;
+        None: the check went elsewhere (another request, an error of the grader's)."""
+        case, evidence = result.case, result.evidence
+        trial = Trial(case, Proxy(Replayed(evidence.entries), Deadline.after(60)), _Unhinted(reference), self.secret)
+        try:
+            CHECKS[case.check](trial, **case.params)
+        except Exhausted:
+            return not result.passed and trial.judged > evidence.judged
+        except Ended:
+            return False if trial.judged <= evidence.judged else None
+        except Exception:  # the mutant raised, or the check went where the recording does not reach
+            return None
+        return True if result.passed else trial.judged > evidence.judged
