@@ -6,12 +6,14 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import SOLUTIONS, grade_folder, solutions_with
+from conftest import SOLUTIONS, grade_folder, isolation, open_submission, solutions_with
 
 from autograder.batch.report import figures
 from autograder.judge import LIKELY
 from autograder.mutants import EVIDENCE
 from autograder.mutants.edits import generate
+from autograder.mutants.match import Explainer
+from autograder.runner import grade
 from autograder.sandbox.host.tape import Diverged, Exhausted, Replayed, _key
 
 ALL = {path.name: generate(path.name, path.read_text()) for path in sorted(SOLUTIONS.glob("*.py"))}
@@ -90,12 +92,22 @@ def _messages(tmp_path: Path, rubric, file: str, old: str, new: str, component: 
 
 
 @pytest.mark.slow
-def test_a_mistake_nobody_wrote_down_is_named_by_its_mutant(tmp_path, rubric):
-    failed = _messages(tmp_path, rubric, "rnn.py", "h = rnn_step(x[:, t], h, W_xh, W_hh, b_h)",
-                       "h = rnn_step(x[:, t], h0, W_xh, W_hh, b_h)", "rnn")
+def test_a_mistake_nobody_wrote_down_is_named_by_its_mutant_and_what_is_shown_does_not_depend_on_the_secret(tmp_path, rubric):
+    """Named in every failed case; a visible case is explained by the visible cases alone, so what it says is the same
+    under any secret (the hidden cases' inputs, and whether the mutant gives the student's answers there, differ)."""
+    folder = solutions_with(tmp_path, "rnn.py", "h = rnn_step(x[:, t], h, W_xh, W_hh, b_h)", "h = rnn_step(x[:, t], h0, W_xh, W_hh, b_h)")
+    runs = []
+    with isolation(rubric) as entered:
+        for secret in ("one", "two"):
+            submission = open_submission(folder, tmp_path / secret)
+            runs.append({r.case.number: r for r in grade(rubric, submission, secret=secret, isolation=entered, component_ids=["rnn"]).results})
     named = (f"{LIKELY}in rnn_forward, every step of the loop starts from h0 instead of the h carried over from the step "
              f"before. {EVIDENCE} that one change gives your answers here and in")
-    assert failed and all(named in message for message in failed.values())
+    failed = [r for r in runs[0].values() if not r.passed]
+    assert failed and all(named in r.output for r in failed)
+    assert any(not r.case.visible for r in failed) and any(r.case.visible for r in failed)
+    assert all(r.output.endswith("other visible cases.") for r in failed if r.case.visible)
+    assert {n: r.output for n, r in runs[0].items() if r.case.visible} == {n: r.output for n, r in runs[1].items() if r.case.visible}
 
 
 @pytest.mark.slow
@@ -112,3 +124,10 @@ def test_no_cause_is_named_where_no_mutant_gives_the_answer(tmp_path, rubric):
     failed = _messages(tmp_path, rubric, "rnn.py", "return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)  # (B, H)",
                        "return 0.999 * torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)  # (B, H)", "rnn")
     assert failed and not any(LIKELY in m or EVIDENCE in m for m in failed.values())
+
+
+def test_an_explainer_that_fails_leaves_the_grades_as_they_were(rubric, capsys):
+    """Its failure is the grader's, printed for whoever runs it; no case's outcome changes for it."""
+    results = [object()]
+    assert Explainer(None, "secret").explain(rubric.component("rnn"), results) is results
+    assert "AttributeError" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import traceback
 import types
 import warnings
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from ..trial import Trial
 from . import EVIDENCE
 from .edits import Mutant, generate
 
+LONGEST = 10.0  # seconds: the longest time limit of a case that mutants are run on
 NAMED_AT_MOST = 3  # mutants that tie and are still named together ("one of"); more is no evidence of any one
 
 
@@ -42,8 +44,9 @@ class Evidence:
 
 
 def explainable(case) -> bool:
-    """A check of the course's (not a staff test, not a timing): it can run again on its exchanges."""
-    return not case.unittest and case.check not in TIMING
+    """A check of the course's (not a staff test, not a timing) that can run again on its exchanges, and is quick: a
+    case given more than LONGEST seconds (training, thousands of draws) would cost that much per mutant."""
+    return not case.unittest and case.check not in TIMING and case.timeout <= LONGEST
 
 
 @functools.lru_cache(maxsize=16)
@@ -85,6 +88,15 @@ class Explainer:
         self.reference, self.secret = reference, secret
 
     def explain(self, component, results: list) -> list:
+        """`results` with what mutants name added to the failed cases' messages; unchanged if the explaining fails (the
+        grader's own bug, printed for whoever runs it): the grades stand without it."""
+        try:
+            return self._explained(component, results)
+        except Exception:
+            traceback.print_exc()
+            return results
+
+    def _explained(self, component, results: list) -> list:
         path = self.reference.solutions_dir / component.file
         if not path.is_file():
             return results
@@ -98,13 +110,17 @@ class Explainer:
                 agrees[key] = self._agrees(r, Mutated(self.reference, path.stem, _module(path, source, m)))
             return agrees[key]
 
-        explained, named, searched = [], [], []  # named: the mutants named so far, tried first on the next failed case
+        # What a student sees never depends on the secret: a visible case is explained by the visible cases alone (its
+        # own search, its own mutants named), a hidden one by them all.
+        searches = {True: ([], []), False: ([], [])}  # visible -> (the mutants named so far, tried first; the search made)
+        explained = []
         # One reference computation at a time (expected.REFERENCE), and what a mutant warns of is no one's business.
         with REFERENCE, warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             for r in results:
                 if r.outcome.kind == "wrong" and r.evidence is not None and LIKELY not in r.output:
-                    said = self._named(r, [o for o in with_evidence if o is not r], path, source, agree, named, searched)
+                    others = [o for o in with_evidence if o is not r and (o.case.visible or not r.case.visible)]
+                    said = self._named(r, others, path, source, agree, *searches[r.case.visible])
                     r = r.with_outcome(message=f"{r.output}{said}") if said else r
                 explained.append(r)
         return explained
@@ -135,7 +151,7 @@ class Explainer:
         sentences = list(dict.fromkeys(m.sentence for m in matching if score[m] == best))
         if len(sentences) > NAMED_AT_MOST:
             return ""
-        also = f" and in {best} of the component's {len(others)} other cases" if others else ""
+        also = f" and in {best} of the component's {len(others)} other{' visible' * failed.case.visible} cases" if others else ""
         change = "that one change" if len(sentences) == 1 else "one of these changes"
         said = sentences[0] if len(sentences) == 1 else f"one of: {'; or '.join(sentences)}"
         return f" {LIKELY}{said}. {EVIDENCE} {change} gives your answers here{also}."
