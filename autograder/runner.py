@@ -137,6 +137,7 @@ def grade(
     reference: Slot | None = None,
     timing: bool | None = None,
     template: Template | None = None,
+    explain: bool = True,
 ) -> GradeRun:
     """Grade `submission` under `isolation` (entered); every student process is dead when this returns.
     Expected values come from the reference modules, or from the rubric's recording in a student bundle
@@ -152,7 +153,10 @@ def grade(
     none of them left out (a batch on a cluster grades the two apart, and `merged` joins them).
 
     `template`: the template to fork the workers from, when the caller keeps one across grades of the course's own
-    code (verify's variants of solutions/); else this grade starts one for this submission alone, and closes it."""
+    code (verify's variants of solutions/); else this grade starts one for this submission alone, and closes it.
+
+    `explain`: failed cases no hint named are run again with mutants of the reference, to name the mistake
+    (mutants/match.py); verify, which judges whether known mistakes are caught and with which words, leaves it out."""
     started = time.monotonic()
     run = GradeRun(isolation={**isolation.record(), "held": {}}, rubric=rubric.record)
     if expected is None:
@@ -172,7 +176,7 @@ def grade(
     # that those heavy cases run on one lane while the rest of the component is graded on the other.
     shares = [(i, part) for i, (_, cases) in enumerate(todo) for part in _shares(cases)]
     floor = Floor(machine)
-    explainer = Explainer(expected.reference, secret) if isinstance(expected, Live) else None  # a bundle has no reference
+    explainer = Explainer(expected.reference, secret) if explain and isinstance(expected, Live) else None  # a bundle has no reference
     report = _InOrder(run, on_result, [sum(i == j for j, _ in shares) for i in range(len(todo))],
                       lambda plan, results: _judged(plan, results, submission.caveats.get(plan.component.file), explainer))
     count = max(1, min(lanes or usable_cores(), LANES, len(shares)))

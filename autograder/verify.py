@@ -115,9 +115,10 @@ def course_isolation(rubric: Rubric) -> Isolation:
 
 def grade_folder(rubric: Rubric, folder: Path, isolation: Isolation, component_ids: list[str] | None = None,
                  template: Template | None = None) -> GradeRun:
+    """A variant graded for verify: whether its mistake is caught, and with which words, not what mutants would name."""
     with tempfile.TemporaryDirectory(prefix="autograder-verify-") as scratch:
         return grade(rubric, open_submission(folder, Path(scratch)), secret=SECRET, isolation=isolation, component_ids=component_ids,
-                     template=template)
+                     template=template, explain=False)
 
 
 def _lost(r: CaseResult) -> bool:

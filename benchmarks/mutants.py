@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import functools
 import tempfile
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from statistics import median
 
+import numpy as np
 import yaml
 
 from autograder import runner
 from autograder.judge import LIKELY
 from autograder.mutants import EVIDENCE
-from autograder.mutants.match import mutants_of
+from autograder.mutants.match import Explainer, Mutated, _module, mutants_of
 from benchmarks.common import ROOT, SOLUTIONS, table
 
 SECTION = "## 9. Mutants of the reference: what they name, and what it costs"
@@ -71,9 +73,48 @@ def run(rubric, tier, grade_folder, runs: int, log) -> dict:
                 for kind, folder in folders.items():
                     graded = functools.partial(grade_folder, rubric, folder, tier, f"mutants-{i}")
                     figures["grades"][(kind, way)].append((graded() if way == "with mutants" else _without_mutants(graded)).seconds)
-    figures["generated"] = {c.id: len(mutants_of(rubric.solutions_dir / c.file, (rubric.solutions_dir / c.file).read_text()))
-                            for c in rubric.components}
+    log("mutants: which differ from the reference on some case (solutions/ graded as the student, each mutant run again "
+        "on every case that runs its line)")
+    figures["generated"], figures["kept"] = kept(rubric, tier, grade_folder)
     return figures
+
+
+def kept(rubric, tier, grade_folder) -> tuple[dict, dict]:
+    """Per component, the mutants generated, and those kept: that fail some case of the reference graded as the student
+    (every case is run again with each mutant whose line the case runs). The others can never name a mistake."""
+    graded = {}
+
+    class Keeping(Explainer):
+        def explain(self, component, results):
+            graded[component.id] = (self, results)
+            return results
+
+    saved = runner.Explainer
+    runner.Explainer = Keeping
+    try:
+        grade_folder(rubric, SOLUTIONS, tier, "kept")
+    finally:
+        runner.Explainer = saved
+    generated, different = {}, {}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # what a mutant warns of is no one's business
+        warnings.simplefilter("ignore")
+        for cid, (explainer, results) in graded.items():
+            generated[cid], different[cid] = _kept(rubric, cid, explainer, results)
+    return generated, different
+
+
+def _kept(rubric, cid: str, explainer, results) -> tuple[int, int]:
+    """(mutants generated, mutants that fail some case whose run reaches their line) for component `cid`."""
+    path = rubric.solutions_dir / rubric.component(cid).file
+    source = path.read_text()
+    cases = [(r, explainer._ran(r, path) or set()) for r in results if r.evidence is not None]
+
+    def differs(m) -> bool:
+        mutated = Mutated(explainer.reference, path.stem, _module(path, source, m))
+        return any((m.function, m.line) in ran and not explainer._agrees(r, mutated) for r, ran in cases)
+
+    mutants = mutants_of(path, source)
+    return len(mutants), sum(map(differs, mutants))
 
 
 def section(figures: dict | None, measured: str) -> str:
@@ -86,7 +127,12 @@ def section(figures: dict | None, measured: str) -> str:
         row[0] += 1
         row[1] += h["named"]
         row[2] += h["named"] and h["by"] == "mutant"
-    rows = [[c, figures["generated"].get(c, "-"), n, named, by_mutant] for c, (n, named, by_mutant) in by_component.items()]
+    matched = defaultdict(set)  # component -> the mutants' sentences that named a held-out mistake
+    for h in held:
+        if h["by"] == "mutant":
+            matched[h["component"]].add(h["said"].split(f". {EVIDENCE}")[0])
+    rows = [[c, figures["generated"].get(c, "-"), figures["kept"].get(c, "-"), len(matched[c]), n, named, by_mutant]
+            for c, (n, named, by_mutant) in by_component.items()]
     named = sum(h["named"] for h in held)
     messages = [[h["name"], h["component"], h["case"], "yes" if h["named"] else "no", h["by"], h["said"][:220].replace("|", "/")]
                 for h in held]
@@ -100,8 +146,10 @@ def section(figures: dict | None, measured: str) -> str:
         measured,
         f"The held-out set, {len(held)} mistakes graded as written: {named} ({100 * named / len(held):.0f}%) have a cause "
         "phrase of their entry in the first failing visible case's message. Per component, the mutants generated from "
-        "solutions/ and the held-out mistakes named, by a hint or by a mutant:",
-        table(["component", "mutants generated", "held-out mistakes", "named", "named by a mutant"], rows),
+        "solutions/, those kept (that fail some case of the reference graded as the student: the rest can never name a "
+        "mistake), those that named a held-out mistake, and the held-out mistakes named, by a hint or by a mutant:",
+        table(["component", "mutants generated", "kept (differ on some case)", "named a held-out mistake", "held-out mistakes",
+               "named", "named by a mutant"], rows),
         "What each first failing message said (its likely mistake where it names one; a phrase that is not the entry's may "
         "still be the cause in other words, so each \"no\" is read by a person: the closing note of issue 40 says which):",
         table(["mistake", "component", "case", "cause phrase", "named by", "said"], messages),

@@ -98,9 +98,10 @@ def test_a_mistake_nobody_wrote_down_is_named_by_its_mutant_and_what_is_shown_do
     folder = solutions_with(tmp_path, "rnn.py", "h = rnn_step(x[:, t], h, W_xh, W_hh, b_h)", "h = rnn_step(x[:, t], h0, W_xh, W_hh, b_h)")
     runs = []
     with isolation(rubric) as entered:
-        for secret in ("one", "two"):
-            submission = open_submission(folder, tmp_path / secret)
-            runs.append({r.case.number: r for r in grade(rubric, submission, secret=secret, isolation=entered, component_ids=["rnn"]).results})
+        for secret, explain in (("one", True), ("two", True), ("one", False)):
+            submission = open_submission(folder, tmp_path / f"{secret}-{explain}")
+            runs.append({r.case.number: r for r in grade(rubric, submission, secret=secret, isolation=entered, component_ids=["rnn"],
+                                                         explain=explain).results})
     named = (f"{LIKELY}in rnn_forward, every step of the loop starts from h0 instead of the h carried over from the step "
              f"before. {EVIDENCE} that one change gives your answers here and in")
     failed = [r for r in runs[0].values() if not r.passed]
@@ -108,6 +109,7 @@ def test_a_mistake_nobody_wrote_down_is_named_by_its_mutant_and_what_is_shown_do
     assert any(not r.case.visible for r in failed) and any(r.case.visible for r in failed)
     assert all(r.output.endswith("other visible cases.") for r in failed if r.case.visible)
     assert {n: r.output for n, r in runs[0].items() if r.case.visible} == {n: r.output for n, r in runs[1].items() if r.case.visible}
+    assert all(r.output.startswith(runs[2][n].output + f" {LIKELY}") for n, r in runs[0].items() if not r.passed)  # words kept
 
 
 @pytest.mark.slow

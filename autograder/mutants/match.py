@@ -110,20 +110,17 @@ class Explainer:
                 agrees[key] = self._agrees(r, Mutated(self.reference, path.stem, _module(path, source, m)))
             return agrees[key]
 
-        # What a student sees never depends on the secret: a visible case is explained by the visible cases alone (its
-        # own search, its own mutants named), a hidden one by them all.
-        searches = {True: ([], []), False: ([], [])}  # visible -> (the mutants named so far, tried first; the search made)
-        explained = []
+        # What a student sees never depends on the secret: the visible cases are explained first, by the visible cases
+        # alone; then the hidden ones, by them all, trying first what the visible ones named.
+        named, searched, said = [], [], {}  # the mutants named so far (tried first), the search made, case -> its words
+        failed = [r for r in results if r.outcome.kind == "wrong" and r.evidence is not None and LIKELY not in r.output]
         # One reference computation at a time (expected.REFERENCE), and what a mutant warns of is no one's business.
         with REFERENCE, warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            for r in results:
-                if r.outcome.kind == "wrong" and r.evidence is not None and LIKELY not in r.output:
-                    others = [o for o in with_evidence if o is not r and (o.case.visible or not r.case.visible)]
-                    said = self._named(r, others, path, source, agree, *searches[r.case.visible])
-                    r = r.with_outcome(message=f"{r.output}{said}") if said else r
-                explained.append(r)
-        return explained
+            for r in sorted(failed, key=lambda r: not r.case.visible):
+                others = [o for o in with_evidence if o is not r and (o.case.visible or not r.case.visible)]
+                said[id(r)] = self._named(r, others, path, source, agree, named, searched)
+        return [r.with_outcome(message=f"{r.output}{said[id(r)]}") if said.get(id(r)) else r for r in results]
 
     def _named(self, failed, others: list, path: Path, source: str, agree, named: list, searched: list) -> str:
         """A mistake that explained an earlier case and explains this one too is the same mistake: it is tried first.
@@ -156,9 +153,9 @@ class Explainer:
         said = sentences[0] if len(sentences) == 1 else f"one of: {'; or '.join(sentences)}"
         return f" {LIKELY}{said}. {EVIDENCE} {change} gives your answers here{also}."
 
-    def _ran(self, failed, path: Path) -> set[tuple[str, int]] | None:
+    def _ran(self, result, path: Path) -> set[tuple[str, int]] | None:
         """The lines of `path` the case's check runs, as (function's qualname, line), when run again on the reference
-        (None: the run again did not fail as the case did, so its exchanges cannot be trusted to replay)."""
+        (None: the run again did not end as the case did, so its exchanges cannot be trusted to replay)."""
         ran: set[tuple[str, int]] = set()
         file = str(path)
 
@@ -173,7 +170,7 @@ class Explainer:
         previous = sys.gettrace()
         sys.settrace(call)
         try:
-            reproduced = self._replay(failed, self.reference) is False
+            reproduced = self._replay(result, self.reference) is result.passed
         finally:
             sys.settrace(previous)
         return ran if reproduced else None
