@@ -134,7 +134,7 @@ def section(figures: dict | None, measured: str) -> str:
     rows = [[c, figures["generated"].get(c, "-"), figures["kept"].get(c, "-"), len(matched[c]), n, named, by_mutant]
             for c, (n, named, by_mutant) in by_component.items()]
     named = sum(h["named"] for h in held)
-    messages = [[h["name"], h["component"], h["case"], "yes" if h["named"] else "no", h["by"], h["said"][:220].replace("|", "/")]
+    messages = [[h["name"], h["component"], h["case"], "yes" if h["named"] else "no", h["by"], " ".join(h["said"].split())[:220].replace("|", "/")]
                 for h in held]
     grades = figures["grades"]
     cost = []

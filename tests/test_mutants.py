@@ -1,9 +1,8 @@
 """Issue 40: mutants of the reference name mistakes nobody wrote down. The edits are generated from solutions/ (what
 students write, between the solution markers), each with a sentence in the code's own names; a failed case is run
-again on its recorded exchanges with each mutant of the functions it calls in the reference's place, and the mutant
+again on its recorded exchanges with each mutant of the lines it runs in the reference's place, and the mutant
 whose answers are the student's is named, only when the evidence singles it out."""
 import ast
-from pathlib import Path
 
 import pytest
 from conftest import SOLUTIONS, grade_folder, isolation, open_submission, solutions_with
@@ -15,6 +14,7 @@ from autograder.mutants.edits import generate
 from autograder.mutants.match import Explainer
 from autograder.runner import grade
 from autograder.sandbox.host.tape import Diverged, Exhausted, Replayed, _key
+from autograder.verify import write_edits
 
 ALL = {path.name: generate(path.name, path.read_text()) for path in sorted(SOLUTIONS.glob("*.py"))}
 
@@ -86,11 +86,6 @@ def test_the_class_report_lists_a_mistake_found_by_a_mutant_as_a_row_of_its_own(
         ("mutant", 2, "in rnn_forward, every step of the loop starts from h0 instead of the h carried over from the step before")]
 
 
-def _messages(tmp_path: Path, rubric, file: str, old: str, new: str, component: str) -> dict[str, str]:
-    run = grade_folder(rubric, solutions_with(tmp_path, file, old, new), tmp_path, component_ids=[component])
-    return {r.case.number: r.output for r in run.results if not r.passed}
-
-
 @pytest.mark.slow
 def test_a_mistake_nobody_wrote_down_is_named_by_its_mutant_and_what_is_shown_does_not_depend_on_the_secret(tmp_path, rubric):
     """Named in every failed case; a visible case is explained by the visible cases alone, so what it says is the same
@@ -113,19 +108,18 @@ def test_a_mistake_nobody_wrote_down_is_named_by_its_mutant_and_what_is_shown_do
 
 
 @pytest.mark.slow
-def test_mutants_that_give_the_same_answers_are_named_together(tmp_path, rubric):
-    """Both edits give exactly the student's pairs, here and in every case: the evidence names neither alone."""
-    failed = _messages(tmp_path, rubric, "word2vec.py", "for j in range(max(0, i - window), min(len(sentence), i + window + 1)):",
-                       "for j in range(max(0, i - window + 1), min(len(sentence), i + window + 1)):", "word2vec")
-    assert any(f"{LIKELY}one of: in skipgram_pairs, " in m and f"{EVIDENCE} one of these changes" in m for m in failed.values())
-
-
-@pytest.mark.slow
-def test_no_cause_is_named_where_no_mutant_gives_the_answer(tmp_path, rubric):
-    """A tanh scaled by 0.999 is no edit a mutant makes, and no ratio the diagnostics know: numbers only."""
-    failed = _messages(tmp_path, rubric, "rnn.py", "return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)  # (B, H)",
-                       "return 0.999 * torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)  # (B, H)", "rnn")
-    assert failed and not any(LIKELY in m or EVIDENCE in m for m in failed.values())
+def test_mutants_that_tie_are_named_together_and_none_is_named_where_none_gives_the_answer(tmp_path, rubric):
+    """word2vec's window one short on the left: two edits give exactly the student's pairs, here and in every case, so
+    the evidence names neither alone. rnn_step's tanh scaled by 0.999: no edit a mutant makes, no ratio the diagnostics
+    know, so numbers only. One grade for both (two components of one folder)."""
+    edits = [("word2vec.py", "for j in range(max(0, i - window), min(len(sentence), i + window + 1)):",
+              "for j in range(max(0, i - window + 1), min(len(sentence), i + window + 1)):"),
+             ("rnn.py", "return torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)  # (B, H)",
+              "return 0.999 * torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T + b_h)  # (B, H)")]
+    run = grade_folder(rubric, write_edits(SOLUTIONS, edits, tmp_path / "variant"), tmp_path, component_ids=["word2vec", "rnn"])
+    failed = {c: [r.output for r in run.results if not r.passed and r.case.component == c] for c in ("word2vec", "rnn")}
+    assert any(f"{LIKELY}one of: in skipgram_pairs, " in m and f"{EVIDENCE} one of these changes" in m for m in failed["word2vec"])
+    assert failed["rnn"] and not any(LIKELY in m or EVIDENCE in m for m in failed["rnn"])
 
 
 def test_an_explainer_that_fails_leaves_the_grades_as_they_were(rubric, capsys):
