@@ -154,7 +154,10 @@ def cmd_check(args, ui: Terminal) -> int:
                 ui.note(portable)
             with isolation:
                 run = grade(rubric, submission, secret="local", isolation=isolation, component_ids=components, visible_only=True)
-    except (RubricError, SubmissionError, TierUnavailable, OSError) as exc:
+    except SubmissionError as exc:  # the folder is the student's own, on their machine: say which one was looked in
+        ui.error(f"{exc} (checked the folder {Path(args.dir).resolve()}: run check where your files are, or give --dir)")
+        return USAGE_ERROR
+    except (RubricError, TierUnavailable, OSError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
     print_table(run, ui.out, ui.verbosity)

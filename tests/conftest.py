@@ -8,6 +8,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import matplotlib.font_manager  # noqa: F401  (first, for its font cache: see below)
 import pytest
 import torch
 
@@ -33,6 +34,10 @@ def quick_rubric(rubric):
     components = [dataclasses.replace(c, cases=[dataclasses.replace(k, timeout=3.0) for k in c.cases]) for c in rubric.components]
     return dataclasses.replace(rubric, components=components)
 
+
+# matplotlib builds its font cache on its first import where none is saved yet (a fresh machine, an empty MPLCONFIGDIR),
+# and where fontconfig is installed (Debian's chromium brings it) that runs `fc-list`: a process the guard below would
+# blame on whichever unmarked test imported matplotlib first. Importing it above, before any test, builds the cache then.
 
 # ---- the tiers: a test not marked slow starts no process ----------------------------------------------------------
 # `make test-fast` runs `-m "not slow and not network"`, so a test that starts a worker or a subprocess without the

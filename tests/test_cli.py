@@ -315,6 +315,10 @@ def test_grade_of_an_empty_folder_is_one_message_and_no_points(tmp_path):
     assert "isolation:" not in proc.stderr  # refused before the tier is probed
     data = json.loads(results.read_text())
     assert data["score"] == 0 and data["tests"] == [] and data["output"] == f"The autograder could not grade this submission: {message}"
+    # a student's check, run where their files are not: the folder looked in is theirs, and named
+    proc = autograder("check", cwd=tmp_path / "empty")
+    assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
+        f"error: {message} (checked the folder {tmp_path / 'empty'}: run check where your files are, or give --dir)")
 
 
 @pytest.mark.slow

@@ -3,7 +3,10 @@ submitted is never a failure, a mistake is one row however many cases and catalo
 sort as numbers, and what a student chose (names, ids) stays text on the page."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -111,3 +114,16 @@ def _data(rubric, people, graded) -> dict:
             "failure_groups": figures.failure_groups(people), "timing": figures.timing(rubric, people),
             "ran_badly": figures.ran_badly(people), "operations": figures.operations(people, graded),
             "similarity": {"threshold": 0.8, "pairs": [], "groups": []}}
+
+
+@pytest.mark.slow
+def test_the_fast_tier_passes_where_matplotlib_has_no_font_cache_yet(tmp_path):
+    """A fresh machine: matplotlib's first import builds its font cache, running fc-list where fontconfig is installed.
+    Before conftest built it ahead of the tests, the process guard failed the tests that imported matplotlib first."""
+    fresh = dict(os.environ, MPLCONFIGDIR=str(tmp_path / "mpl"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow and not network",
+                           "tests/test_report_figures.py", "tests/test_similarity.py"], cwd=ROOT, env=fresh,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert list((tmp_path / "mpl").glob("fontlist-*.json"))  # the cache was built in the fresh folder
+
