@@ -21,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from rich.console import Console
 
 from autograder import cli
-from autograder.batch.gradebook import CANVAS, canvas_csv, grades_csv, student_grades_csv
+from autograder.batch.gradebook import CANVAS, GROUP_CELL, canvas_csv, grades_csv, student_grades_csv
 from autograder.batch.inputs import Entry, ExportError, read_batch
 from autograder.batch.journal import Journal
 from autograder.cli import INTERRUPTED, SIGNALLED, Terminal, batch_progress, main
@@ -412,3 +412,26 @@ def test_a_batch_killed_interrupted_or_terminated_resumes_and_matches_grading_ea
     summary = json.loads((out / "summary.json").read_text())  # each run's time, the one with nothing to do too, and the total
     assert [(r["graded"], r["finished"]) for r in summary["runs"][2:]] == [(6 - len(finished), True), (0, True)]
     assert summary["wall_seconds"] == pytest.approx(sum(r["seconds"] for r in summary["runs"]), abs=0.05)
+
+
+def test_names_keep_the_joiners_their_scripts_spell_with_and_a_huge_group_fits_a_cell(tmp_path, rubric):
+    """Issue 41: a zero-width non-joiner in a Persian name and a joiner after an Indic virama are how those names are
+    spelled, so the gradebooks keep them; a joiner that joins nothing, or a bidi override, is still shown escaped. A group
+    of 500 lists as many members as fit GROUP_CELL characters (a spreadsheet's cell holds 32,767) and how many more."""
+    names = ["مهر\u200cناز", "क्\u200dषमा", "\u200cAda", "Bob\u202eEve"]
+    members = "".join(f"  - :name: {json.dumps(name)}\n    :sid: '{i}'\n    :email: s{i}@example.edu\n" for i, name in enumerate(names))
+    members += "".join(f"  - :name: Student Number {i:04d}\n    :sid: '{i}'\n    :email: s{i}@example.edu\n" for i in range(4, 500))
+    metadata = f"submission_1:\n  :submitters:\n{members}submission_2:\n  :submitters:\n{members[:members.index('  - :name: Student')]}"
+    entries, _ = read_batch(export(tmp_path, {"submission_1": {}, "submission_2": {}}, metadata), tmp_path / "unpacked")
+    assert [p.name for p in entries[1].submitters] == ["مهر\u200cناز", "क्\u200dषमा", "\\u200cAda", "Bob\\u202eEve"]
+    ok = {"status": "ok", "score": 30.0, "max_score": 196.0, "components": {"ngram": 30.0}, "parts": {}}
+    graded = {"1": ok, "2": ok}
+    by_submission = list(csv.DictReader(io.StringIO(grades_csv(rubric, entries, graded))))
+    assert by_submission[1]["name"] == "مهر\u200cناز; क्\u200dषमा; \\u200cAda; Bob\\u202eEve"
+    group = by_submission[0]["name"]
+    assert len(group) <= GROUP_CELL and re.search(r"; and (\d+) more$", group)
+    shown = group.count("; ")  # the names shown, each followed by "; " (the last by "; and N more")
+    assert shown + int(re.search(r"(\d+) more$", group)[1]) == 500
+    by_student = student_grades_csv(rubric, entries, graded)
+    rows = list(csv.DictReader(io.StringIO(by_student)))
+    assert len(rows) == 504 and all(len(r["group"]) <= GROUP_CELL for r in rows) and len(by_student) < 2_000_000

@@ -64,10 +64,10 @@ def max_score(rubric: Rubric) -> float:
 
 def grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:
     """One row per submission, in the entries' order (sorted by id); a submission not graded yet has none. A group's
-    row lists every member's name, sid and email, joined by "; "."""
+    row lists its members' names, sids and emails, joined by "; " (a very large group's cut at GROUP_CELL: _members)."""
     table = [["submission_id", *PERSON, *_grade_header(rubric)]]
     for entry in (e for e in entries if e.id in rows):
-        joined = ["; ".join(getattr(p, f) for p in entry.submitters) for f in PERSON]
+        joined = [_members([getattr(p, f) for p in entry.submitters]) for f in PERSON]
         table.append([entry.id, *joined, *_grade_fields(rubric, rows[entry.id])])
     return csv_text(table)
 
@@ -77,10 +77,27 @@ def student_grades_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dic
     with no submitter listed (a folder's) has one row, its person's fields blank. In the entries' order."""
     table = [[*PERSON, "submission_id", "group", *_grade_header(rubric)]]
     for entry in (e for e in entries if e.id in rows):
-        group = "; ".join(p.name for p in entry.submitters) if len(entry.submitters) > 1 else ""
+        group = _members([p.name for p in entry.submitters]) if len(entry.submitters) > 1 else ""
         for person in entry.submitters or (Submitter(),):
             table.append([*(getattr(person, f) for f in PERSON), entry.id, group, *_grade_fields(rubric, rows[entry.id])])
     return csv_text(table)
+
+
+GROUP_CELL = 2000  # characters of a group's members in one cell: a spreadsheet's cell holds 32,767, a real group needs far fewer
+
+
+def _members(values: list[str]) -> str:
+    """A group's members' names (or sids, or emails) in one cell, joined by "; ", as many as fit in GROUP_CELL characters
+    and then how many more: every member still has a row of their own in grades_by_student.csv."""
+    shown, length = [], 0
+    for i, value in enumerate(values):
+        more = len(values) - i - 1
+        tail = f"; and {more} more" if more else ""
+        if shown and length + 2 + len(value) + len(tail) > GROUP_CELL:
+            return "; ".join(shown) + f"; and {len(values) - i} more"
+        shown.append(value)
+        length += len(value) + 2 * (len(shown) > 1)
+    return "; ".join(shown)
 
 
 def canvas_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> str:

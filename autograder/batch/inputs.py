@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,8 +215,21 @@ def _field(value, what: str) -> str:
         return ""
     if not isinstance(value, (str, int, float, datetime.date)):
         raise ExportError(f"{what} is a {type(value).__name__}, not text; correct it in the file")
-    text = printable(str(value))
+    text = _spelled(str(value))
     return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 1] + "…"
+
+
+JOINERS = "\u200c\u200d"  # zero-width non-joiner and joiner: ordinary between the letters of Persian, Arabic and Indic names
+
+
+def _spelled(text: str) -> str:
+    """printable(text), but for a joiner between two letters (or a letter's marks: an Indic virama), which is part of how
+    the name is spelled; anywhere else it is escaped like any character that hides."""
+    def letter(c: str) -> bool:
+        return unicodedata.category(c)[0] in "LM"
+
+    kept = {i for i, c in enumerate(text) if c in JOINERS and 0 < i < len(text) - 1 and letter(text[i - 1]) and letter(text[i + 1])}
+    return "".join(c if i in kept else printable(c) for i, c in enumerate(text))
 
 
 def _symbol(mapping: dict, key: str):
