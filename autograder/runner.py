@@ -28,6 +28,7 @@ from . import unittests
 from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING
 from .expected import Live, Replay
 from .forbidden import forbidden_names, importable, python_files, scan_submission, syntax_error
+from .mutants.match import Evidence, Explainer, explainable, left_to_explain
 from .outcome import GRADER_FAILED, INTERNAL_ERROR, PASSED, Ended, Outcome
 from .reference import Reference
 from .returns import Boundary
@@ -39,7 +40,6 @@ from .sandbox.host.proxy import Proxy, Slot
 from .sandbox.host.tape import Tape
 from .sandbox.host.template import Template, TemplateGone
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
-from .mutants.match import Evidence, Explainer, explainable
 from .submission import Submission, printable
 from .timing import Speed, Verdict, reference_slot
 from .trial import Trial
@@ -614,8 +614,7 @@ def run_case(case: Case, student: Slot, expected, secret: str, speed: Speed, roo
     if proxy.set_back:
         outcome = replace(outcome, message=f"{outcome.message} {SET_BACK}{', '.join(proxy.set_back)}.")
     shown = printable(proxy.printed.text, keep="\n\t") if case.visible else ""  # hidden inputs must not show through prints
-    failed_comparing = outcome.kind == "wrong" and trial.compared > trial.judged  # not a sample's test, not the check's own fail
-    evidence = Evidence(tape.entries, trial.judged) if tape and (outcome.passed or failed_comparing) else None
+    evidence = left_to_explain(tape, trial, outcome) if tape else None
     return CaseResult(case, outcome, time.monotonic() - started, counted, shown, proxy.printed.more if case.visible else 0, evidence)
 
 

@@ -1,6 +1,7 @@
 """What a check function receives: one case's inputs, expected values and student."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 from collections.abc import Callable
@@ -48,13 +49,19 @@ class Trial:
         `dims` name the sizes of the inputs ({"B, the batch size": 4}), so that a wrong answer that is one of
         them times the expected one is named; `nonfinite` says what makes this component's values NaN or Inf
         (judge.expect_array)."""
+        with self._comparison():
+            tol = {"rtol": self.case.rtol, "atol": self.case.atol, "visible": self.visible,
+                   "hints": self._expected.hints(self.rng, hints), "dims": dims, "nonfinite": nonfinite}
+            if isinstance(want.truth if isinstance(want, Rounded) else want, (float, int)):
+                judge.expect_number(got, want, what, **tol)
+            else:
+                judge.expect_array(got, want, what, labels=labels, **tol)
+
+    @contextlib.contextmanager
+    def _comparison(self):
+        """One comparison: counted as begun, and as passed when it returns."""
         self.compared += 1
-        tol = {"rtol": self.case.rtol, "atol": self.case.atol, "visible": self.visible, "hints": self._expected.hints(self.rng, hints),
-               "dims": dims, "nonfinite": nonfinite}
-        if isinstance(want.truth if isinstance(want, Rounded) else want, (float, int)):
-            judge.expect_number(got, want, what, **tol)
-        else:
-            judge.expect_array(got, want, what, labels=labels, **tol)
+        yield
         self.judged += 1
 
     def part(self, name: str, got, want, what: str, **options) -> tuple[str, Callable[[], None]]:
@@ -75,14 +82,12 @@ class Trial:
 
     def unchanged(self, got, original, what: str) -> None:
         """An input the student's code was given, fetched back afterwards: it must be exactly as it was."""
-        self.compared += 1
-        judge.expect_identical(got, original, what)
-        self.judged += 1
+        with self._comparison():
+            judge.expect_identical(got, original, what)
 
     def equal(self, got, want, what: str, hints: Hints | None = None) -> None:
-        self.compared += 1
-        judge.expect_equal(got, want, what, visible=self.visible, hints=self._expected.hints(self.rng, hints))
-        self.judged += 1
+        with self._comparison():
+            judge.expect_equal(got, want, what, visible=self.visible, hints=self._expected.hints(self.rng, hints))
 
     def fail(self, message: str) -> None:
         raise judge.CaseFailed(message)

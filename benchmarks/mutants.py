@@ -5,11 +5,10 @@
   one of the entry's cause phrases, and whether a hint or a mutant named it;
 - mutants generated per component, and those named anywhere in that grading;
 - the cost: full grades of solutions/ (passing) and of solutions/ with one held-out mistake per component (failing),
-  with the mutants and, alternating with them, without (runner.Explainer left out).
+  with the mutants and, alternating with them, without (runner.grade's `explain`).
 """
 from __future__ import annotations
 
-import functools
 import tempfile
 import warnings
 from collections import defaultdict
@@ -22,7 +21,7 @@ import yaml
 from autograder import runner
 from autograder.judge import LIKELY
 from autograder.mutants import EVIDENCE
-from autograder.mutants.match import Explainer, Mutated, _module, mutants_of
+from autograder.mutants.match import Explainer
 from benchmarks.common import ROOT, SOLUTIONS, table
 
 SECTION = "## 9. Mutants of the reference: what they name, and what it costs"
@@ -35,15 +34,6 @@ def _variant(scratch: Path, file: str, old: str, new: str) -> Path:
         text = path.read_text()
         (folder / path.name).write_text(text.replace(old, new) if path.name == file else text)
     return folder
-
-
-def _without_mutants(grade):
-    saved = runner.Explainer
-    runner.Explainer = lambda *args: None
-    try:
-        return grade()
-    finally:
-        runner.Explainer = saved
 
 
 def run(rubric, tier, grade_folder, runs: int, log) -> dict:
@@ -71,8 +61,8 @@ def run(rubric, tier, grade_folder, runs: int, log) -> dict:
             for way in ("with mutants", "without"):
                 log(f"mutants: full grades {way} ({i + 1} of {runs})")
                 for kind, folder in folders.items():
-                    graded = functools.partial(grade_folder, rubric, folder, tier, f"mutants-{i}")
-                    figures["grades"][(kind, way)].append((graded() if way == "with mutants" else _without_mutants(graded)).seconds)
+                    graded = grade_folder(rubric, folder, tier, f"mutants-{i}", explain=way == "with mutants")
+                    figures["grades"][(kind, way)].append(graded.seconds)
     log("mutants: which differ from the reference on some case (solutions/ graded as the student, each mutant run again "
         "on every case that runs its line)")
     figures["generated"], figures["kept"] = kept(rubric, tier, grade_folder)
@@ -105,16 +95,10 @@ def kept(rubric, tier, grade_folder) -> tuple[dict, dict]:
 
 def _kept(rubric, cid: str, explainer, results) -> tuple[int, int]:
     """(mutants generated, mutants that fail some case whose run reaches their line) for component `cid`."""
-    path = rubric.solutions_dir / rubric.component(cid).file
-    source = path.read_text()
-    cases = [(r, explainer._ran(r, path) or set()) for r in results if r.evidence is not None]
-
-    def differs(m) -> bool:
-        mutated = Mutated(explainer.reference, path.stem, _module(path, source, m))
-        return any((m.function, m.line) in ran and not explainer._agrees(r, mutated) for r, ran in cases)
-
-    mutants = mutants_of(path, source)
-    return len(mutants), sum(map(differs, mutants))
+    file = explainer.file(rubric.component(cid))
+    cases = [(r, file.ran(r) or set()) for r in results if r.evidence is not None]
+    differs = [m for m in file.mutants if any((m.function, m.line) in ran and not file.agrees(m, r) for r, ran in cases)]
+    return len(file.mutants), len(differs)
 
 
 def section(figures: dict | None, measured: str) -> str:
@@ -153,7 +137,7 @@ def section(figures: dict | None, measured: str) -> str:
         "What each first failing message said (its likely mistake where it names one; a phrase that is not the entry's may "
         "still be the cause in other words, so each \"no\" is read by a person: the closing note of issue 40 says which):",
         table(["mistake", "component", "case", "cause phrase", "named by", "said"], messages),
-        "Full grades (every component; seconds, median) with the mutants and without (the runner's Explainer left out), "
+        "Full grades (every component; seconds, median) with the mutants and without (runner.grade's `explain`), "
         "alternating: solutions/ as it is, and solutions/ with one held-out mistake of each component:",
         table(["grade", "runs", "without s", "with s", "ratio"], cost),
     ])

@@ -26,7 +26,7 @@ SIBLINGS = {"sum": ("mean",), "mean": ("sum",), "log": ("log2", "log10"), "log2"
             "tril": ("triu",), "triu": ("tril",), "logaddexp": ("log",), "exp": ("exp2",)}
 TRANSPOSES = {"T", "mT"}
 OPS = {ast.Add: "sum", ast.Sub: "difference", ast.Mult: "product", ast.Div: "quotient", ast.MatMult: "matrix product"}
-COMPARE = {ast.Lt: (ast.LtE, "<"), ast.LtE: (ast.Lt, "<="), ast.Gt: (ast.GtE, ">"), ast.GtE: (ast.Gt, ">=")}
+COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}  # with equality <-> without
 SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
@@ -68,16 +68,11 @@ def generate(file: str, source: str) -> list[Mutant]:
             if node.lineno not in solution:
                 continue
             start, end = _offset(source, starts, node.lineno, node.col_offset), _offset(source, starts, node.end_lineno, node.end_col_offset)
-            mutant = Mutant(file, qualname, statements[node].lineno, start, end, replacement, f"in {_public(qualname)}, {sentence}", kind)
+            mutant = Mutant(file, qualname, statements[node].lineno, start, end, replacement, f"in {qualname}, {sentence}", kind)
             edited = mutant.source(source)
             if edited != source and edited not in found and _compiles(edited):
                 found[edited] = mutant
     return list(found.values())
-
-
-def _public(qualname: str) -> str:
-    """A function as a student names it: `rnn_forward`, `RNNLM.forward`."""
-    return qualname
 
 
 def _compiles(source: str) -> bool:
@@ -176,6 +171,11 @@ def _int(node: ast.AST) -> int | None:
     return None
 
 
+def _number(node: ast.AST) -> int | float | None:
+    """The value of a number written in the code (a negative one too), or None."""
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is float else _int(node)
+
+
 def _plus(node: ast.AST, k: int) -> str:
     value = _int(node)
     if value is not None:
@@ -204,11 +204,12 @@ def _edits(fn: ast.FunctionDef, scope: _Scope) -> Iterator[Edit]:
             shown = _short(node.operand)
             yield node, _text(node.operand), f"{what}{f' before {shown}' if shown else ''}", "sign"
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:
-            other, symbol = COMPARE[type(node.ops[0])]
+            other = COMPARE[type(node.ops[0])]
             edited = copy.copy(node)
             edited.ops = [other()]
-            which = "includes" if SYMBOL[other] in ("<=", ">=") else "leaves out"
-            yield node, _text(edited), f"a comparison {which} equality ({SYMBOL[other]} where {symbol} belongs)", "comparison"
+            which = "includes" if other in (ast.LtE, ast.GtE) else "leaves out"
+            yield node, _text(edited), f"a comparison {which} equality ({SYMBOL[other]} where {SYMBOL[type(node.ops[0])]} belongs)", \
+                "comparison"
         elif isinstance(node, ast.Subscript):
             yield from _subscript(node)
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2:
@@ -262,9 +263,7 @@ def _call(node: ast.Call, parents: dict) -> Iterator[Edit]:
         bounds = [("stops", node.args[-1])] + ([("starts", node.args[0])] if len(node.args) > 1 else [])
         for which, bound in bounds:
             for k in (1, -1):
-                late = (k > 0) == (which == "starts")
-                when = "late" if late else "early"
-                sentence = f"the loop{over} {which} one step {when}" if which == "starts" else \
+                sentence = f"the loop{over} {which} one step {'late' if k > 0 else 'early'}" if which == "starts" else \
                     f"the loop{over} runs one step {'too far' if k > 0 else 'short'} (it stops one step {'late' if k > 0 else 'early'})"
                 yield bound, _plus(bound, k), sentence, "off-by-one"
 
@@ -353,10 +352,8 @@ def _subscript(node: ast.Subscript) -> Iterator[Edit]:
             for which, bound in (("starts", part.lower), ("stops", part.upper)):
                 if bound is not None:
                     for k in (1, -1):
-                        when = "late" if (k > 0) == (which == "starts") else "early"
-                        if which == "stops":
-                            when = "late" if k > 0 else "early"
-                        yield bound, _plus(bound, k), f"a slice of {shown} {which} one position {when}", "off-by-one"
+                        yield bound, _plus(bound, k), f"a slice of {shown} {which} one position {'late' if k > 0 else 'early'}", \
+                            "off-by-one"
         elif _int(part) is not None or isinstance(part, ast.Name):
             for k in (1, -1):
                 yield part, _plus(part, k), f"an index into {shown} is one off ({_plus(part, k)} where " \
@@ -392,8 +389,8 @@ def _loop(fn: ast.FunctionDef, loop: ast.For | ast.While) -> Iterator[Edit]:
                                        "carried over from the step before"), "state"
         if isinstance(start, ast.Name):
             yield start, f"torch.zeros_like({start.id})", f"{start.id} is ignored: {v} starts from zeros", "initial"
-        elif _int(start) is not None or (isinstance(start, ast.Constant) and type(start.value) is float):
-            for other in ("0", "1") if start.value not in (0, 1) else ("1",) if start.value == 0 else ("0",):
+        elif (value := _number(start)) is not None:
+            for other in ("0", "1") if value not in (0, 1) else ("1",) if value == 0 else ("0",):
                 yield start, other, f"{v} starts at {other} instead of {ast.unparse(start)}", "initial"
 
 

@@ -3,7 +3,7 @@
 A case's exchanges with the student's worker are kept (sandbox/host/tape.py). When it fails with a wrong answer that
 no hint or diagnostic named, its check runs again in this process on those same exchanges, with a mutant of the
 component's solution file in the reference's place: the comparisons then ask whether the student's answers are that
-mutant's, within the case's own tolerance. Only mutants of the functions the case's reference computation calls are
+mutant's, within the case's own tolerance. Only mutants of the lines the case's check runs on the reference are
 tried. A mutant that matches must pass every case of the component the student passed, and is preferred by how many
 of the cases the student failed it also matches; the best is named, two or three that tie are named as "one of", more
 say nothing: a wrong cause named is worse than none.
@@ -26,7 +26,7 @@ from ..expected import REFERENCE, Live
 from ..outcome import Ended
 from ..sandbox.host.process import Deadline
 from ..sandbox.host.proxy import Proxy
-from ..sandbox.host.tape import Exhausted, Replayed
+from ..sandbox.host.tape import Exhausted, Replayed, Tape
 from ..trial import Trial
 from . import EVIDENCE
 from .edits import Mutant, generate
@@ -47,6 +47,13 @@ def explainable(case) -> bool:
     """A check of the course's (not a staff test, not a timing) that can run again on its exchanges, and is quick: a
     case given more than LONGEST seconds (training, thousands of draws) would cost that much per mutant."""
     return not case.unittest and case.check not in TIMING and case.timeout <= LONGEST
+
+
+def left_to_explain(tape: Tape, trial: Trial, outcome) -> Evidence | None:
+    """What a case of an explainable check leaves: its exchanges, when it passed or failed at one of its comparisons
+    (a sample's test, or the check's own t.fail, says nothing a mutant's answers could match)."""
+    failed_comparing = outcome.kind == "wrong" and trial.compared > trial.judged
+    return Evidence(tape.entries, trial.judged) if outcome.passed or failed_comparing else None
 
 
 @functools.lru_cache(maxsize=16)
@@ -82,7 +89,7 @@ class _Unhinted(Live):
 
 
 class Explainer:
-    """Explains the failed cases of one component of one grade."""
+    """Explains the failed cases of one grade, a component at a time."""
 
     def __init__(self, reference, secret: str):
         self.reference, self.secret = reference, secret
@@ -96,93 +103,32 @@ class Explainer:
             traceback.print_exc()
             return results
 
-    def _explained(self, component, results: list) -> list:
+    def file(self, component) -> SolutionFile | None:
+        """The component's solution file, its mutants run against this grade's cases; None where there is none."""
         path = self.reference.solutions_dir / component.file
-        if not path.is_file():
+        return SolutionFile(self, path) if path.is_file() else None
+
+    def _explained(self, component, results: list) -> list:
+        file = self.file(component)
+        if file is None:
             return results
-        source = path.read_text()
         with_evidence = [r for r in results if r.evidence is not None]
-        agrees: dict[tuple[Mutant, int], bool] = {}  # (mutant, case index): it gives the student's answers there
-
-        def agree(m: Mutant, r) -> bool:
-            key = (m, id(r))
-            if key not in agrees:
-                agrees[key] = self._agrees(r, Mutated(self.reference, path.stem, _module(path, source, m)))
-            return agrees[key]
-
+        failed = [r for r in results if r.outcome.kind == "wrong" and r.evidence is not None and LIKELY not in r.output]
+        search, said = _Search(), {}  # case (by id) -> its words
         # What a student sees never depends on the secret: the visible cases are explained first, by the visible cases
         # alone; then the hidden ones, by them all, trying first what the visible ones named.
-        named, searched, said = [], [], {}  # the mutants named so far (tried first), the search made, case -> its words
-        failed = [r for r in results if r.outcome.kind == "wrong" and r.evidence is not None and LIKELY not in r.output]
         # One reference computation at a time (expected.REFERENCE), and what a mutant warns of is no one's business.
         with REFERENCE, warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             for r in sorted(failed, key=lambda r: not r.case.visible):
                 others = [o for o in with_evidence if o is not r and (o.case.visible or not r.case.visible)]
-                said[id(r)] = self._named(r, others, path, source, agree, named, searched)
+                said[id(r)] = search.words(file, r, others)
         return [r.with_outcome(message=f"{r.output}{said[id(r)]}") if said.get(id(r)) else r for r in results]
 
-    def _named(self, failed, others: list, path: Path, source: str, agree, named: list, searched: list) -> str:
-        """A mistake that explained an earlier case and explains this one too is the same mistake: it is tried first.
-        The search over every mutant of the lines the case runs is made only when none does, and once per component:
-        its first failure no hint named runs the mistaken line if one mistake explains them all, and what a second
-        mistake costs is its name, never a wrong one."""
-        matching = [m for m in named if agree(m, failed)]
-        if not matching:
-            if searched:
-                return ""
-            searched.append(failed)
-            ran = self._ran(failed, path)
-            if ran is None:
-                return ""
-            matching = [m for m in mutants_of(path, source) if (m.function, m.line) in ran and agree(m, failed)]
-        # A mutant that fails a case the student passes is not the student's program there: it breaks what they got
-        # right (a decode_step edit standing for a forward that drops the state). Where the student fails, their code
-        # may differ in more ways than one, so agreement there only ranks the mutants.
-        matching = [m for m in matching if all(agree(m, o) for o in others if o.passed)]
-        if not matching:
-            return ""
-        score = {m: sum(agree(m, o) for o in others) for m in matching}
-        best = max(score.values())
-        named += [m for m in matching if score[m] == best and m not in named]
-        sentences = list(dict.fromkeys(m.sentence for m in matching if score[m] == best))
-        if len(sentences) > NAMED_AT_MOST:
-            return ""
-        also = f" and in {best} of the component's {len(others)} other{' visible' * failed.case.visible} cases" if others else ""
-        change = "that one change" if len(sentences) == 1 else "one of these changes"
-        said = sentences[0] if len(sentences) == 1 else f"one of: {'; or '.join(sentences)}"
-        return f" {LIKELY}{said}. {EVIDENCE} {change} gives your answers here{also}."
-
-    def _ran(self, result, path: Path) -> set[tuple[str, int]] | None:
-        """The lines of `path` the case's check runs, as (function's qualname, line), when run again on the reference
-        (None: the run again did not end as the case did, so its exchanges cannot be trusted to replay)."""
-        ran: set[tuple[str, int]] = set()
-        file = str(path)
-
-        def line(frame, event, arg):
-            if event == "line":
-                ran.add((frame.f_code.co_qualname, frame.f_lineno))
-            return line
-
-        def call(frame, event, arg):
-            return line if frame.f_code.co_filename == file else None
-
-        previous = sys.gettrace()
-        sys.settrace(call)
-        try:
-            reproduced = self._replay(result, self.reference) is result.passed
-        finally:
-            sys.settrace(previous)
-        return ran if reproduced else None
-
-    def _agrees(self, result, reference: Mutated) -> bool:
-        """`reference` gives the student's answers in this case: it passes where the student passed, and where the
-        student failed it passes at least the comparison that failed."""
-        return self._replay(result, reference) is True
-
-    def _replay(self, result, reference) -> bool | None:
-        """True: agrees with the student's answers; False: fails at the comparison the student failed or before it;
-        None: the check went elsewhere (another request, an error of the grader's)."""
+    def replay(self, result, reference) -> bool | None:
+        """The result's check run again on its exchanges with `reference`: True, it agrees with the student's answers;
+        False, it fails at the comparison the student failed or before it; None, the check went elsewhere (another
+        request, an error of the grader's)."""
         case, evidence = result.case, result.evidence
         trial = Trial(case, Proxy(Replayed(evidence.entries), Deadline.after(60)), _Unhinted(reference), self.secret)
         try:
@@ -194,3 +140,83 @@ class Explainer:
         except Exception:  # the mutant raised, or the check went where the recording does not reach
             return None
         return True if result.passed else trial.judged > evidence.judged
+
+
+class SolutionFile:
+    """A component's solution file within one grade: its mutants, and which of them agree with which case."""
+
+    def __init__(self, explainer: Explainer, path: Path):
+        self.explainer, self.path, self.source = explainer, path, path.read_text()
+        self.mutants = mutants_of(path, self.source)
+        self._agrees: dict[tuple[Mutant, int], bool] = {}  # (mutant, id of a case's result): computed once
+
+    def agrees(self, mutant: Mutant, result) -> bool:
+        """The mutant gives the student's answers in this case: it passes where the student passed, and where the
+        student failed it passes at least the comparison that failed."""
+        key = (mutant, id(result))
+        if key not in self._agrees:
+            mutated = Mutated(self.explainer.reference, self.path.stem, _module(self.path, self.source, mutant))
+            self._agrees[key] = self.explainer.replay(result, mutated) is True
+        return self._agrees[key]
+
+    def ran(self, result) -> set[tuple[str, int]] | None:
+        """The lines of the file the case's check runs, as (function's qualname, line), when run again on the reference
+        (None: the run again did not end as the case did, so its exchanges cannot be trusted to replay)."""
+        ran: set[tuple[str, int]] = set()
+        name = str(self.path)
+
+        def line(frame, event, arg):
+            if event == "line":
+                ran.add((frame.f_code.co_qualname, frame.f_lineno))
+            return line
+
+        def call(frame, event, arg):
+            return line if frame.f_code.co_filename == name else None
+
+        previous = sys.gettrace()
+        sys.settrace(call)
+        try:
+            reproduced = self.explainer.replay(result, self.explainer.reference) is result.passed
+        finally:
+            sys.settrace(previous)
+        return ran if reproduced else None
+
+
+class _Search:
+    """What explaining one component's failed cases has found so far: the mutants named (tried first on the next case),
+    and whether the search over all of them was made."""
+
+    def __init__(self):
+        self.named: list[Mutant] = []
+        self.searched = False
+
+    def _matching(self, file: SolutionFile, failed) -> list[Mutant]:
+        """A mistake that explained an earlier case and explains this one too is the same mistake: it is tried first.
+        The search over every mutant of the lines the case runs is made only when none does, and once per component:
+        its first failure no hint named runs the mistaken line if one mistake explains them all, and what a second
+        mistake costs is its name, never a wrong one."""
+        matching = [m for m in self.named if file.agrees(m, failed)]
+        if matching or self.searched:
+            return matching
+        self.searched = True
+        ran = file.ran(failed)
+        return [m for m in file.mutants if (m.function, m.line) in ran and file.agrees(m, failed)] if ran else []
+
+    def words(self, file: SolutionFile, failed, others: list) -> str:
+        """The words naming the mutant (or the two or three) that give the student's answers in `failed`, or ""."""
+        # A mutant that fails a case the student passes is not the student's program there: it breaks what they got
+        # right (a decode_step edit standing for a forward that drops the state). Where the student fails, their code
+        # may differ in more ways than one, so agreement there only ranks the mutants.
+        matching = [m for m in self._matching(file, failed) if all(file.agrees(m, o) for o in others if o.passed)]
+        if not matching:
+            return ""
+        score = {m: sum(file.agrees(m, o) for o in others) for m in matching}
+        best = max(score.values())
+        self.named += [m for m in matching if score[m] == best and m not in self.named]
+        sentences = list(dict.fromkeys(m.sentence for m in matching if score[m] == best))
+        if len(sentences) > NAMED_AT_MOST:
+            return ""
+        also = f" and in {best} of the component's {len(others)} other{' visible' * failed.case.visible} cases" if others else ""
+        change = "that one change" if len(sentences) == 1 else "one of these changes"
+        said = sentences[0] if len(sentences) == 1 else f"one of: {'; or '.join(sentences)}"
+        return f" {LIKELY}{said}. {EVIDENCE} {change} gives your answers here{also}."
