@@ -11,7 +11,6 @@ import os
 import secrets
 import signal
 import sys
-import tempfile
 import traceback
 from collections import Counter
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from . import __version__
 from .batch import BatchOptions, ExportError, build_report, entry_line, grade_all
 from .batch.cluster import ClusterError
 from .batch.jobs import STOPS
+from .batch.plan import PLAN, plan_batch, plan_lines
 from .batch.report import DEFAULT_THRESHOLD
 from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
@@ -33,6 +33,7 @@ from .release.gradescope import build_zip, zip_name
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
 from .runner import grade
+from .sandbox.host import scratch
 from .sandbox.host.tiers import ORDER, TierUnavailable, isolation_for, student_isolation
 from .submission import SubmissionError, open_submission, printable
 from .verify import MistakesError, load_mistakes, print_report, verify
@@ -59,6 +60,11 @@ class Terminal:
 
     def error(self, text: str) -> None:
         self.err.print("[red]error:[/] " + escape(printable(text, keep="\n")), highlight=False)
+
+    def warn(self, text: str | None) -> None:
+        """Said even under -q: what weakens the grading (a tier weaker than before)."""
+        if text:
+            self.err.print("[yellow]warning:[/] " + escape(printable(text, keep="\n")), highlight=False)
 
 
 def print_account(account, ui: Terminal) -> None:
@@ -109,12 +115,13 @@ def cmd_grade(args, ui: Terminal) -> int:
             write_results(results, failure_json("grading did not finish"))
         for cid in args.component or ():
             rubric.component(cid)
-        with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.path), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed,
+        with scratch.folder("grade") as copies:
+            submission = open_submission(Path(args.path), copies / "submission", accept_misnamed=rubric.accept_misnamed,
                                          graded=rubric.files)
             secret = read_secret(args.secret_file, ui)
             also_hidden = [*([results] if results else []), *([args.secret_file] if args.secret_file else [])]
             with isolation_for(rubric.path.parent, rubric.solutions_dir, also_hidden, args.require_tier) as isolation:
+                ui.warn(isolation.tier.warning)
                 ui.note(f"isolation: {isolation.tier.name} ({isolation.tier.guarantees})")
                 run = grade(rubric, submission, secret=secret, isolation=isolation, component_ids=args.component,
                             visible_only=args.visible_only)
@@ -146,12 +153,13 @@ def cmd_check(args, ui: Terminal) -> int:
         components = args.component or None
         for cid in components or ():
             rubric.component(cid)
-        with tempfile.TemporaryDirectory(prefix="autograder-") as scratch:
-            submission = open_submission(Path(args.dir), Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed,
+        with scratch.folder("check") as copies:
+            submission = open_submission(Path(args.dir), copies / "submission", accept_misnamed=rubric.accept_misnamed,
                                          graded=rubric.files)
             isolation, portable = student_isolation(rubric.path.parent, rubric.solutions_dir, args.require_tier)
             if portable:
                 ui.note(portable)
+            ui.warn(isolation.tier.warning)
             with isolation:
                 run = grade(rubric, submission, secret="local", isolation=isolation, component_ids=components, visible_only=True)
     except SubmissionError as exc:  # the folder is the student's own, on their machine: say which one was looked in
@@ -253,6 +261,8 @@ def cmd_grade_all(args, ui: Terminal) -> int:
     options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget, args.similarity,
                            args.backend, args.address, args.timing_on, args.schedule_timeout)
     out = Path(args.out)
+    if args.plan:
+        return plan_command(args, ui, only, out)
     try:
         rubric = rubric_of(args, ui)
         with batch_progress(ui) as progress:
@@ -268,6 +278,18 @@ def cmd_grade_all(args, ui: Terminal) -> int:
     counts = Counter(row["status"] for row in rows.values())
     ui.out.print(f"{len(rows)} submissions in {out / 'grades.csv'}: "
                  + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())), highlight=False)
+    return 0
+
+
+def plan_command(args, ui: Terminal, only: tuple[str, ...], out: Path) -> int:
+    """grade-all --plan: the batch's account, without grading."""
+    try:
+        plan = plan_batch(rubric_of(args, ui), Path(args.submissions), out, only, args.secret_file)
+    except (RubricError, ExportError, OSError) as exc:
+        ui.error(str(exc))
+        return USAGE_ERROR
+    for line in [*plan_lines(plan), f"what each submission will be graded from: {out / PLAN}"]:
+        ui.out.print(printable(line, keep="\n"), markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
@@ -387,6 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
                                               "the cluster holds)")
     ga.add_argument("--secret-file", type=Path, help="the secret that draws hidden inputs (default: $AUTOGRADER_SECRET, else OUT/secret.txt)")
     ga.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to grade below this isolation tier")
+    ga.add_argument("--plan", action="store_true", help="grade nothing: print how many submissions the export holds, which are to "
+                    "grade, which cannot be graded and every problem found, and write what each is graded from to OUT/plan.json")
     ga.add_argument("--regrade", action="store_true", help="grade every submission again, even those already graded")
     ga.add_argument("--only", help="grade only these submission ids (comma-separated)")
     ga.add_argument("--budget", type=float, default=600.0, help="seconds one submission may take before it is stopped (default: 600)")

@@ -485,7 +485,7 @@ def _judged(plan: _Plan, results: list[CaseResult], caveat: str | None, explaine
     """A component's results, all its shares' together, judged as one: one use of a forbidden built-in fails the whole
     component, also the cases that ran before it and those a restarted worker (which starts with a clean record)
     would otherwise pass. A forbidden name that no case reached costs nothing; course staff review it (report.py
-    tells the student). `caveat`: work of the student's that was not graded, said under every failed case. A wrong
+    tells the student). `caveat`: which file was graded, and work of the student's that was not, said under every case. A wrong
     answer no hint named may be named by the mutant of the reference that gives it (`explainer`: mutants/match.py)."""
     used = next((r.outcome for r in results if r.forbidden), None)
     if used:
@@ -495,7 +495,7 @@ def _judged(plan: _Plan, results: list[CaseResult], caveat: str | None, explaine
             results = [replace(r, evidence=None) for r in explainer.explain(plan.component, results)]
         review = {"review": {"file": plan.component.file, "forbidden_names": plan.named}} if plan.named else {}
         results = [r.with_outcome(extra={**r.extra, **review}) for r in _causes_first(results)]
-    return [r.with_outcome(message=f"{r.output} {caveat}") if caveat and not r.passed else r for r in results]
+    return [r.with_outcome(message=f"{r.output} {caveat}".lstrip()) if caveat else r for r in results]
 
 
 def merged(rubric: Rubric, runs: list[GradeRun]) -> GradeRun:

@@ -1,27 +1,36 @@
 """Finding a submission's files: a folder, a .zip of one, or a single .py or .ipynb file.
 
-The files are copied (never imported) into a private folder. Component files
-are looked for at the top level, then in one nested folder, which is how
-students zip a folder and how Gradescope stores uploads. A Jupyter notebook
-named after a component file (ngram.ipynb), in that folder or any folder below
-the top, stands for that file: its code cells become the module (ngram.py).
-When several files could be one component file, the first that is worked on
-is graded: the .py, then a notebook beside it, then one nearer the top; an
-untouched starter (every function only raises NotImplementedError) never wins
-over work. Every file found gets an entry in the submission's account: graded,
-copied, ignored, skipped or misnamed, and why. A file named close to a
-component file (NGram.py, attention (1).py, lstm_solution.py, backprop.py.txt)
-is reported with the rename to make, and graded only when the rubric accepts
-misnamed files. An assignment of some parts grades their component files only:
-another part's file is ignored, and says so.
+The files are copied (never imported) into a private folder. Component files are looked for in the shallowest
+folders holding any: the top level, else the folders one down (how students zip a folder, and how Gradescope stores
+uploads), else further down (a zip of the course folder, CS4xx/hw1/ngram.py, or of a folder unzipped into its
+namesake, hw1/hw1/ngram.py: the graded file's entry says how far down). A Jupyter notebook named after a component
+file (ngram.ipynb), in any folder, stands for that file: its code cells become the module (ngram.py).
 
-Every other .py file beside the component files is copied, for them to import,
-but for one named like a module that `import` finds first (one of Python's
-standard library, an installed package, or the grader's own worker modules):
-such a file could never be imported under its name, so it is ignored and the
-account says to rename it (the worker's folder is not on sys.path, so no file
-stands in for such a module: sandbox/worker/audit.py). A copied file that the
+Of the files that could be one component file, each component's is chosen on its own, by this precedence: one that
+can be read; work over an untouched starter (every function only raises NotImplementedError); a .py over a notebook;
+the most recently modified (zip timestamps or file times; closer than SAME_TIME is a tie); of tied ones the one whose
+folder's name says final, latest or submit over one saying old, backup or copy; the one nearer the top; the first in
+the submission. So of two copies in sibling folders (hw1_old/, hw1_final/) the newer is graded, and every case of its
+component says which file was graded, which worked-on or unreadable ones were not, and why (Submission.caveats).
+Every file found gets an entry in the submission's account: graded, copied, ignored, skipped or misnamed, and why. A
+file named close to a component file (NGram.py, attention (1).py, lstm_solution.py, backprop.py.txt, Colab's and
+Drive's Copy of ngram.ipynb, Explorer's ngram - Copy.py, Finder's ngram copy.py, a name with a Cyrillic а for the
+Latin a) is reported with the rename to make, naming any character that only looks Latin, and graded only when the
+rubric accepts misnamed files. An assignment of some parts grades their component files only: another part's file is
+ignored, and says so.
+
+Every other .py file in a folder that a component file is graded from is copied, for them to import. The grader's
+folder is flat: where two such folders hold a file of one name, the one in the folder more component files are graded
+from is copied (the first such folder on a tie), and a folder whose copies all lost gives nothing (where every
+component is graded from a notebook elsewhere, the folders looked in give them). But a file named like a module that
+`import` finds first (one of Python's standard library, an installed package, or the grader's own worker modules):
+such a file could never be imported under its name, so it is ignored and the account says to rename it (the worker's
+folder is not on sys.path, so no file stands in for such a module: sandbox/worker/audit.py). A copied file that the
 tamper scan refuses says so too: nothing can import it (forbidden.importable).
+
+Names are matched, and written into the grader's folder, in Unicode's NFC, as `import` spells a module (macOS may save
+utilsé.py decomposed, NFD, which `import utilsé` does not find on Linux); the account shows each name as the
+submission spells it.
 
 A submission is read only inside itself. A link in it (a symbolic link in a
 folder, a zip entry with link mode bits) is followed one step, to a file of the
@@ -42,13 +51,15 @@ import re
 import stat
 import sys
 import tokenize
+import unicodedata
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from .cases import FILES
 from .forbidden import scan_tampering
@@ -81,6 +92,18 @@ _CODE = re.compile(r"(?P<stem>.+?)\.(?P<ext>py|ipynb)(?P<extra>\.[^.]+)*", re.IG
 # What downloads and students add to a name: copy numbers (`attention (1)`, `attention-1`) and words (`lstm_solution`).
 _ADDED = (r"(?:\s*\(\d+\)|[\s_-]+(?:\d+|v\d+|copy|final|solution|solutions|solved|done|complete|completed|finished"
           r"|submission|submit|mine|new|old|working|answer|answers|filled))")
+_COPY_OF = r"(?:copy of\s+)*"  # what Colab's "Save a copy in Drive" and Drive's "Make a copy" put before a name
+# Letters that look Latin but are not (from Unicode's confusables.txt: Cyrillic, Greek, Latin and Armenian look-alikes of
+# the letters file names are spelled with), read as the Latin letter when a name is matched; NFKC reads fullwidth and
+# other compatibility forms, and format characters (a zero-width space) are left out.
+_LOOKALIKES = dict(zip("аеорсухіјѕԁһԛԝӏ" "АВЕКМНОРСТХУЅІЈԚԜӀ" "αονριυγ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ" "ıɑɡȷ" "օսհոզ",
+                       "aeopcyxijsdhqwl" "ABEKMHOPCTXYSIJQWl" "aovpiuy" "ABEZHIKMNOPTYX" "iagj" "ouhnq", strict=True))
+SAME_TIME = timedelta(seconds=2)  # a zip's clock ticks every two seconds: copies modified closer than this tie
+# Words in a folder's name that say which copy of the work is meant: hw1_final/ over hw1_old/, hw1/ over "hw1 - Copy/".
+_FINAL_WORDS = frozenset({"final", "latest", "newest", "submit", "submitted", "submission", "done", "complete", "completed",
+                          "finished"})
+_OLD_WORDS = frozenset({"old", "older", "oldest", "backup", "backups", "bak", "copy", "orig", "original", "previous", "prev",
+                        "draft", "drafts", "archive", "archived", "scratch", "tmp", "temp", "unused", "outdated"})
 
 
 def _joined(names: list[str], word: str) -> str:
@@ -129,18 +152,45 @@ class Submission:
     files: frozenset[str]  # the student-API files present
     account: tuple[FileEntry, ...] = ()  # every file found, and what was done with it
     problems: dict[str, str] = field(default_factory=dict)  # API file -> why it is not graded, for each of its cases
-    caveats: dict[str, str] = field(default_factory=dict)  # API file -> the work of the student's left out of it, for its failures
+    # API file -> which file was graded as it, and the student's work left out of it (a copy that lost, a notebook beside a .py,
+    # a file that could not be read) and why: said under each of its cases (runner._judged)
+    caveats: dict[str, str] = field(default_factory=dict)
 
 
 def expected_name(name: str) -> str | None:
     """The component file or notebook that file `name` is named as, exactly or closely (NGram.py, rnn.PY,
-    backprop.py.txt, attention (1).py, lstm_solution.py -> lstm.py); None when it is named like none."""
-    match = _CODE.fullmatch(name)
+    backprop.py.txt, attention (1).py, lstm_solution.py -> lstm.py, Copy of ngram.ipynb -> ngram.ipynb, ngrаm.py with a
+    Cyrillic а -> ngram.py); None when it is named like none."""
+    match = _CODE.fullmatch(_as_latin(name))
     if not match:
         return None
-    base = re.fullmatch(rf"(.+?){_ADDED}*", match["stem"], re.IGNORECASE)[1]
+    base = re.fullmatch(rf"{_COPY_OF}(.+?){_ADDED}*", match["stem"], re.IGNORECASE)[1]
     want = f"{base.lower()}.{match['ext'].lower()}"
     return want if want in API_FILES | NOTEBOOKS else None
+
+
+def _as_latin(text: str) -> str:
+    """`text` as the Latin letters it looks like: compatibility forms as NFKC reads them (a fullwidth ｎ), look-alikes from
+    other scripts (a Cyrillic а), and format characters (a zero-width space) left out."""
+    return "".join(_LOOKALIKES.get(c, c) for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+
+
+def _unlike(name: str) -> str:
+    """What in file name `name` only looks like the Latin it is read as ("its 4th character, а, is Cyrillic Small Letter A
+    (U+0430), not the Latin a"): two names that look identical are told apart; "" when nothing in it does."""
+    said = []
+    for i, c in enumerate(unicodedata.normalize("NFC", name), 1):
+        latin = _as_latin(c)
+        if c.isascii() or latin == c:
+            continue
+        what = f"{unicodedata.name(c, 'a character with no name').title()} (U+{ord(c):04X})"
+        said.append(f"its {_ordinal(i)} character, {c}, is {what}, not {'the Latin ' * latin.isalpha()}{latin}" if latin
+                    else f"its {_ordinal(i)} character is an invisible {what}")
+    return "; ".join(said)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def untouched_starter(code: bytes | str) -> bool:
@@ -175,11 +225,11 @@ def open_submission(path: Path, workdir: Path, *, accept_misnamed: bool = False,
     workdir.mkdir(parents=True, exist_ok=True)
     single = not path.is_dir() and path.suffix.lower() != ".zip"
     if path.is_dir():
-        sources = _linked(walk(path), lambda rel: read_within(path, rel))
+        sources = _linked(walk(path), lambda rel: read_within(path, rel), lambda rel: _modified_within(path, rel))
     elif not single:
         sources = _zip_sources(path)
     elif _CODE.fullmatch(path.name):
-        sources = {path.name: path.read_bytes}
+        sources = {path.name: _Source(path.read_bytes, lambda: None)}  # one file: no copy to tell it from
     else:
         raise SubmissionError(f"{path.name}: expected a folder, a .zip or a .py file or .ipynb notebook")
     submission = _Sorting(sources, workdir, accept_misnamed, frozenset(graded)).submission()
@@ -200,80 +250,106 @@ class _Unusable(Exception):
     """A file that would stand for a component file cannot; the message says why, naming it."""
 
 
+class _Source(NamedTuple):
+    """A file of the submission: its bytes, and when it was last modified (None when that cannot be told)."""
+
+    read: Callable[[], bytes]
+    modified: Callable[[], datetime | None]
+
+
 @dataclass
 class _Loaded:
     rel: str
     code: bytes
     starter: bool
+    notebook: bool
+    modified: datetime | None
     converted: str = ""  # how the file was made UTF-8, if it was not
 
 
 class _Sorting:
-    """Decides what happens to each file of `sources` (path in the submission -> its reader, or why a link there is
-    not followed) and writes the files graded into `workdir`."""
+    """Decides what happens to each file of `sources` (path in the submission -> the file, or why a link there is not
+    followed) and writes the files graded into `workdir`. Paths are matched in NFC (`nfc`), and said as the submission
+    spells them."""
 
-    def __init__(self, sources: dict[str, Callable[[], bytes] | str], workdir: Path, accept_misnamed: bool, graded: frozenset[str]):
+    def __init__(self, sources: dict[str, _Source | str], workdir: Path, accept_misnamed: bool, graded: frozenset[str]):
         self.sources, self.workdir, self.accept_misnamed, self.graded = sources, workdir, accept_misnamed, graded
         self.entries = {rel: FileEntry(rel, "skipped", why) for rel, why in sources.items() if isinstance(why, str)}
         self.problems: dict[str, str] = {}
         self.caveats: dict[str, str] = {}
+        self.nfc = {rel: unicodedata.normalize("NFC", rel) for rel in sources}
         self.seen = [rel for rel in sources if not _aside(rel)]
-        self.folder = _component_folder(self.seen)
+        self.looked = _component_folders([self.nfc[rel] for rel in self.seen])
+        self.spelled: dict[str, str] = {}  # folder in NFC -> as the submission spells it
+        for rel in self.seen:
+            self.spelled.setdefault(self._folder(rel), PurePosixPath(rel).parent.as_posix())
+        self.kept: list[str] = []  # the folders whose other .py files are copied, once the component files are chosen
+        self.written: dict[str, str] = {}  # name in `workdir` -> the file copied under it
 
     def submission(self) -> Submission:
         exact: dict[str, list[str]] = {f: [] for f in API_FILES}  # component file -> the files that may stand for it
         close: dict[str, list[str]] = {f: [] for f in API_FILES}
         for rel in self.seen:
-            p = PurePosixPath(rel)
-            want = expected_name(p.name)
-            if want and (self._in_folder(rel) or want in NOTEBOOKS):
-                (exact if p.name == want else close)[PurePosixPath(want).stem + ".py"].append(rel)
+            name = PurePosixPath(self.nfc[rel]).name
+            want = expected_name(name)
+            if want and (self._folder(rel) in self.looked or want in NOTEBOOKS):
+                (exact if name == want else close)[PurePosixPath(want).stem + ".py"].append(rel)
         only = _joined(sorted(self.graded), "and")
+        chosen = []
         for module in FILE_ORDER:
             if module in self.graded:
-                self._choose(module, exact[module], close[module])
+                chosen += filter(None, [self._choose(module, exact[module], close[module])])
             else:  # another assignment's file: not graded, not copied, and no reason to rename it
                 for rel in exact[module] + close[module]:
                     self.entries[rel] = FileEntry(rel, "ignored", f"{module} is not graded in this assignment, only {only}")
-        for rel in self.seen:
-            if rel not in self.entries and self._in_folder(rel) and rel.endswith(".py"):
-                self._copy(rel)
+        graded_from = Counter(self._folder(rel) for rel in chosen if self._folder(rel) in self.looked)
+        self.kept = sorted(graded_from, key=lambda f: (-graded_from[f], self.looked.index(f))) or list(self.looked)
+        for folder in self.kept:
+            for rel in self.seen:
+                if rel not in self.entries and self._folder(rel) == folder and rel.endswith(".py"):
+                    self._copy(rel)
         files = frozenset(p.name for p in self.workdir.iterdir() if p.name in API_FILES)
         return Submission(self.workdir, files, self._account(), self.problems, self.caveats)
 
-    def _in_folder(self, rel: str) -> bool:
-        return PurePosixPath(rel).parent.as_posix() == self.folder
+    def _folder(self, rel: str) -> str:
+        """The folder of `rel`, in NFC ("." for the top level)."""
+        return PurePosixPath(self.nfc[rel]).parent.as_posix()
 
-    def _choose(self, module: str, exact: list[str], close: list[str]) -> None:
-        """Grade the first worked-on file of those that may stand for `module`, else the first usable one."""
+    def _choose(self, module: str, exact: list[str], close: list[str]) -> str | None:
+        """Grade the file that stands for `module` of those that may (the precedence: module docstring); its path."""
         if not (exact or close):
-            return
-        if exact:  # what is named closely is left as it is: a .py is copied (it may be imported), the rest ignored
-            for rel in close:
-                if not (self._in_folder(rel) and rel.endswith(".py")):
-                    self.entries[rel] = FileEntry(rel, "ignored", f"named like {module}, which is graded from {exact[0]}")
-        elif close and not self.accept_misnamed:
+            return None
+        if not exact and not self.accept_misnamed:
             for rel in close:
                 self.entries[rel] = FileEntry(rel, "misnamed", f"probably meant as {module}; {_rename(rel)} to have it graded")
             names = " and ".join(PurePosixPath(rel).name for rel in close)
             self.problems[module] = (f"Not graded: {module} is not in the submission, but {names} {'looks' if len(close) == 1 else 'look'} "
                                      f"like it: {'; '.join(map(_rename, close))}, and submit again (files are graded only under "
                                      "their expected names).")
-            return
-        candidates = sorted(exact or close, key=lambda rel: (_notebook(rel), not self._in_folder(rel), rel.count("/"), rel))
+            return None
         loaded, skipped = [], []
-        for rel in candidates:
+        for rel in exact or close:
             try:
                 loaded.append(self._load(rel))
             except _Unusable as exc:
                 self.entries[rel] = FileEntry(rel, "skipped", str(exc))
                 skipped.append(str(exc))
-        if not loaded:
+        chosen, tied = self._first(loaded)
+        # beside an exact name, what is named closely is left as it is: a .py is copied (it may be imported), the rest ignored
+        for rel in close if exact else ():
+            if not (self._folder(rel) in self.looked and rel.endswith(".py")):
+                graded = chosen.rel if chosen else exact[0]
+                self.entries[rel] = FileEntry(rel, "ignored", f"named like {module}, which is graded from {graded}")
+        if not chosen:
             self.problems[module] = "Not graded: " + " ".join(f"{why}." for why in skipped)
-            return
-        chosen = next((f for f in loaded if not f.starter), loaded[0])
+            return None
         (self.workdir / module).write_bytes(chosen.code)
-        how = [] if PurePosixPath(chosen.rel).name == module else [f"its code cells, as {module}" if _notebook(chosen.rel) else f"as {module}"]
+        how = []
+        depth = self.nfc[chosen.rel].count("/")
+        if depth >= 2 and self._folder(chosen.rel) in self.looked:
+            how.append(f"found {depth} folders down, in {PurePosixPath(chosen.rel).parent.as_posix()}/")
+        if PurePosixPath(chosen.rel).name != module:
+            how.append(f"its code cells, as {module}" if chosen.notebook else f"as {module}")
         how += [f"though misnamed: {_rename(chosen.rel)}"] * (not exact) + [chosen.converted] * bool(chosen.converted)
         self.entries[chosen.rel] = FileEntry(chosen.rel, "graded", ", ".join(how))
         left_out = []
@@ -285,18 +361,50 @@ class _Sorting:
             elif other.starter:
                 why = f"{chosen.rel} is graded instead (both are the untouched starter)"
             else:
-                order = "a .py wins over a notebook" if not _notebook(chosen.rel) else "the notebook nearer the component files wins"
-                why = f"{chosen.rel} is graded instead: both are worked on, and {order}"
-                left_out.append(f"not {other.rel}: both are worked on, and {order}")
+                reason = self._why_not(other, chosen, any(other is f for f in tied))
+                why = f"{chosen.rel} is graded instead: {reason}"
+                left_out.append(f"not {other.rel}: {reason}")
             self.entries[other.rel] = FileEntry(other.rel, "ignored", why)
         if left_out or skipped:
             self.caveats[module] = f"Graded {chosen.rel}" + "".join(f", {why}" for why in left_out) + "".join(f"; {why}" for why in skipped) + "."
+        return chosen.rel
+
+    def _first(self, loaded: list[_Loaded]) -> tuple[_Loaded | None, list[_Loaded]]:
+        """The file to grade of `loaded` (in the submission's order), and those it tied with on time."""
+        if not loaded:
+            return None, []
+        best = max((not f.starter, not f.notebook) for f in loaded)  # work over a starter, then a .py over a notebook
+        pool = [f for f in loaded if (not f.starter, not f.notebook) == best]
+        newest = max((f.modified for f in pool if f.modified), default=None)
+        tied = [f for f in pool if newest is None or (f.modified is not None and f.modified >= newest - SAME_TIME)]
+        # max: the first of the equals, in the submission's order
+        return max(tied, key=lambda f: (_folder_says(self.nfc[f.rel]), -self.nfc[f.rel].count("/"))), tied
+
+    def _why_not(self, other: _Loaded, chosen: _Loaded, tied: bool) -> str:
+        """Why worked-on `other` is not graded, `chosen` is (the first rule of the precedence that tells them apart)."""
+        if other.notebook and not chosen.notebook:
+            return "both are worked on, and a .py wins over a notebook"
+        if not tied:
+            return (f"both are worked on, and the newer one is graded ({chosen.rel} was modified {_at(chosen.modified)}, "
+                    f"{other.rel} {_at(other.modified)})")
+        same = "both are worked on and were modified at the same time" + (f" ({_at(chosen.modified)})" if chosen.modified else "")
+        mine, theirs = _folder_words(self.nfc[chosen.rel]), _folder_words(self.nfc[other.rel])
+        if _folder_says(self.nfc[chosen.rel]) > _folder_says(self.nfc[other.rel]):
+            final = next((w for w in mine if w in _FINAL_WORDS and w not in theirs), None)
+            old = next((w for w in theirs if w in _OLD_WORDS and w not in mine), None)
+            here, there = (f"{PurePosixPath(f.rel).parent.as_posix()}/" for f in (chosen, other))
+            said = [f"{here} says {final}"] * bool(final) + [f"{there} says {old}"] * bool(old)
+            return f"{same}, and {said[0]} in its name" + "".join(f", {s}" for s in said[1:])
+        if self.nfc[chosen.rel].count("/") < self.nfc[other.rel].count("/"):
+            return f"{same}, and {chosen.rel} is nearer the top"
+        return (f"{same}, and neither folder's name says which is final (final, latest or submit; old, backup or copy), so the "
+                "first in the submission is graded: submit one copy only")
 
     def _read(self, rel: str) -> bytes:
         if isinstance(self.sources[rel], str):
             raise _Unusable(self.sources[rel])
         try:
-            return self.sources[rel]()
+            return self.sources[rel].read()
         except OSError as exc:
             raise _Unusable(f"{rel} could not be read ({exc.strerror or exc})") from None
         except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError) as exc:  # encrypted, corrupt
@@ -304,8 +412,8 @@ class _Sorting:
                             "and submit the new zip") from None
 
     def _load(self, rel: str) -> _Loaded:
-        data, converted = self._read(rel), ""
-        if _notebook(rel):
+        data, converted, notebook = self._read(rel), "", _notebook(rel)
+        if notebook:
             try:
                 code = notebook_code(data, rel).encode()
             except NotebookError as exc:
@@ -320,9 +428,18 @@ class _Sorting:
             line = code[:code.index(b"\0")].count(b"\n") + 1
             raise _Unusable(f"{rel} holds a NUL byte (on line {line}), and Python cannot read a file that does; delete it, "
                             "save the file as plain text and submit it again")
-        return _Loaded(rel, code, untouched_starter(code), converted)
+        return _Loaded(rel, code, untouched_starter(code), notebook, self.sources[rel].modified(), converted)
 
     def _copy(self, rel: str) -> None:
+        name = PurePosixPath(self.nfc[rel]).name  # as `import` spells it
+        first = self.written.get(name)
+        if first is not None:
+            self.entries[rel] = FileEntry(rel, "ignored", f"{first} is copied instead: " + (
+                "the two names differ only in how their accents are encoded (Unicode's NFC and NFD), and the grader's folder "
+                "holds one of them" if self._folder(first) == self._folder(rel) else
+                "your graded files are imported from one folder, so one file of each name is copied, from the folder more "
+                "of them are graded from"))
+            return
         try:
             data = self._read(rel)
         except _Unusable as exc:
@@ -331,7 +448,6 @@ class _Sorting:
         if len(data) > MAX_FILE_BYTES:
             self.entries[rel] = FileEntry(rel, "skipped", f"{rel} is {_size(len(data))}, more than the {MAX_FILE_BYTES >> 10} KiB the grader reads")
             return
-        name = PurePosixPath(rel).name
         found_first = shadowed(name.removesuffix(".py"))
         if found_first:
             stem = name.removesuffix(".py")
@@ -341,6 +457,7 @@ class _Sorting:
             return
         data, converted = _utf8(data)
         (self.workdir / name).write_bytes(data)
+        self.written[name] = rel
         refused = scan_tampering(self.workdir / name)
         how = (f"refused by the grader's scan, so no code can import it: {'; '.join(refused[:3])}" if refused
                else "your graded files may import it")
@@ -348,16 +465,18 @@ class _Sorting:
 
     def _account(self) -> tuple[FileEntry, ...]:
         """An entry per file, in the submission's order; files ignored for their place are counted per folder."""
-        where = "the top level" if self.folder == "." else f"{self.folder}/"
+        where = _joined([f"{self.spelled[f]}/" if f != "." else "the top level" for f in self.looked], "or")
         out: dict[str, FileEntry] = {}
         for rel in self.sources:
             if rel in self.entries:
                 out[rel] = self.entries[rel]
                 continue
-            group = _group(rel, self.folder)
+            group = self._group(rel)
             if _aside(rel):
                 group, why = _aside_folder(rel), "hidden files or macOS metadata"
-            elif group or not self._in_folder(rel):
+            elif group and unicodedata.normalize("NFC", group.removesuffix("/")) in self.looked:  # its copies all lost
+                why = "no component file is graded from this folder, so its other files are not copied"
+            elif group or self._folder(rel) not in self.kept:
                 why = f"not in {where}, where the grader looks for component files (notebooks named like them are looked for in every folder)"
             else:
                 why = "not a component file or a notebook named like one" + (
@@ -368,6 +487,16 @@ class _Sorting:
                 counted = out.get(group)
                 out[group] = FileEntry(group, "ignored", why, counted.files + 1 if counted else 1)
         return tuple(out.values())
+
+    def _group(self, rel: str) -> str | None:
+        """The folder whose files `rel` is counted with, as the submission spells it: the first one on its path that neither
+        is nor holds a folder whose files are copied; None for a file directly in such a folder or above one."""
+        parts = PurePosixPath(self.nfc[rel]).parts[:-1]
+        for i in range(len(parts)):
+            folder = "/".join(parts[: i + 1])
+            if not any(kept == folder or kept.startswith(f"{folder}/") for kept in self.kept):
+                return "/".join(PurePosixPath(rel).parts[: i + 1]) + "/"
+        return None
 
 
 def shadowed(stem: str) -> str | None:
@@ -396,20 +525,10 @@ def _aside_folder(rel: str) -> str | None:
     return next(("/".join(parts[: i + 1]) + "/" for i, part in enumerate(parts) if part.startswith(".") or part == "__MACOSX"), None)
 
 
-def _group(rel: str, folder: str) -> str | None:
-    """The folder whose files `rel` is counted with: the first one on its path that neither holds nor is the graded
-    folder; None for a file directly in the graded folder or above it."""
-    inside = PurePosixPath(folder).parts if folder != "." else ()
-    parts = PurePosixPath(rel).parts[:-1]
-    for i, part in enumerate(parts):
-        if i >= len(inside) or part != inside[i]:
-            return "/".join(parts[: i + 1]) + "/"
-    return None
-
-
 def _rename(rel: str) -> str:
     name = PurePosixPath(rel).name
-    return f"rename `{name}` to `{expected_name(name)}`"
+    unlike = _unlike(name)
+    return f"rename `{name}` to `{expected_name(name)}`" + (f" ({unlike})" if unlike else "")
 
 
 def _notebook(rel: str) -> bool:
@@ -537,14 +656,32 @@ def _without_magics(lines: list[str]) -> list[str]:
     return out + lines[len(out):]
 
 
-def _component_folder(rels: list[str]) -> str:
-    """The folder holding the component files: the top level, else the nested folder holding the most of them
-    (counting those named closely when none is named exactly)."""
+def _component_folders(rels: list[str]) -> tuple[str, ...]:
+    """The folders component files are looked for in: the shallowest holding a file named like one or like its notebook
+    (the top level, else folders one down, else further), counting those named closely when none is named exactly; in
+    the order of `rels` (paths in NFC)."""
     for named in (lambda name: name in API_FILES | NOTEBOOKS, lambda name: expected_name(name) is not None):
-        by_folder = Counter(p.parent.as_posix() for p in map(PurePosixPath, rels) if len(p.parts) <= 2 and named(p.name))
-        if by_folder:
-            return "." if "." in by_folder else by_folder.most_common(1)[0][0]
-    return "."
+        found = [p for p in map(PurePosixPath, rels) if named(p.name)]
+        if found:
+            depth = min(len(p.parts) for p in found)
+            return tuple(dict.fromkeys(p.parent.as_posix() for p in found if len(p.parts) == depth))
+    return (".",)
+
+
+def _folder_words(rel: str) -> list[str]:
+    """The words of the folder names on the path of `rel`, in lower case: hw1_final/Copy of HW1/ -> hw, final, copy, of, hw."""
+    return [w.lower() for part in PurePosixPath(rel).parts[:-1] for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", part)]
+
+
+def _folder_says(rel: str) -> int:
+    """1 where the folders of `rel` are named as the final copy of the work (final, latest, submit...), -1 as an old one
+    (old, backup, copy...), 0 for neither or both."""
+    words = set(_folder_words(rel))
+    return bool(words & _FINAL_WORDS) - bool(words & _OLD_WORDS)
+
+
+def _at(when: datetime | None) -> str:
+    return f"{when:%Y-%m-%d %H:%M:%S}" if when else "at a time the grader cannot read"
 
 
 def _zip_sources(path: Path) -> dict:
@@ -564,7 +701,16 @@ def _zip_sources(path: Path) -> dict:
     if sum(m.file_size for name, m in members.items() if _CODE.fullmatch(PurePosixPath(name).name)) > MAX_ZIP_BYTES:
         raise SubmissionError(f"{path.name} unpacks to more than {MAX_ZIP_BYTES >> 20} MiB of Python files and notebooks")
     return earlier | _linked({name: zip_link(archive, m) for name, m in members.items()},
-                             lambda name: archive.read(members[name].filename))
+                             lambda name: archive.read(members[name].filename), lambda name: _zip_time(members[name]))
+
+
+def _zip_time(member: zipfile.ZipInfo) -> datetime | None:
+    """When a zip entry's file was last modified, as the zip keeps it (local time, to two seconds); None for a date that
+    is none (a damaged or hand-made zip)."""
+    try:
+        return datetime(*member.date_time)
+    except ValueError:
+        return None
 
 
 def zip_name(member: zipfile.ZipInfo) -> str | None:
@@ -647,18 +793,33 @@ def read_within(root: Path, rel: str, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
         return data
 
 
-def _linked(found: dict[str, str | None], read: Callable[[str], bytes]) -> dict[str, Callable[[], bytes] | str]:
-    """A reader for each of `found` (path -> None for a file, the target for a link), given `read` to read a file by
-    its path; a link reads the file it names within the submission, or gives why it is not followed."""
+def _modified_within(root: Path, rel: str) -> datetime | None:
+    """When the file `rel` inside folder `root` was last modified (local time): its own time, read in its folder opened
+    as open_within opens it, no link below `root` followed; None when it cannot be read."""
+    *folders, name = rel.split("/")
+    try:
+        fd = open_within(root, folders, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            return datetime.fromtimestamp(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+
+
+def _linked(found: dict[str, str | None], read: Callable[[str], bytes],
+            modified: Callable[[str], datetime | None]) -> dict[str, _Source | str]:
+    """A source for each of `found` (path -> None for a file, the target for a link), given `read` and `modified` to read a
+    file and its time by its path; a link is the file it names within the submission, or gives why it is not followed."""
     folders = {parent.as_posix() for rel in found for parent in PurePosixPath(rel).parents}
 
-    def source(rel: str, target: str | None) -> Callable[[], bytes] | str:
+    def source(rel: str, target: str | None) -> _Source | str:
         inside = rel if target is None else _within(rel, target)
         if inside is None:
             return (f"{rel} is a link to something outside the submission: not followed "
                     "(submit the files themselves, not links to them)")
         if inside in found and found[inside] is None:
-            return lambda: read(inside)
+            return _Source(lambda: read(inside), lambda: modified(inside))
         named = "a link" if inside in found else "a folder" if inside in folders else "nothing in the submission"
         return f"{rel} is a link to {named}: not followed (a link is followed only to a file of the submission)"
 

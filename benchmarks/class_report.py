@@ -348,7 +348,7 @@ def write_batch(rubric: Rubric, root: Path, students: list[Student], graded: dic
     batch.mkdir(parents=True)
     shutil.copy(root / "secret.txt", batch / "secret.txt")
     os.chmod(batch / "secret.txt", 0o600)
-    entries, _ = read_batch(export, batch / "unpacked")
+    entries, _, _ = read_batch(export, batch / "unpacked")
     base_of = {s.id: s.base for s in students}
     rows, lines, started = {}, [], time.time() - 3600
     for e in entries:

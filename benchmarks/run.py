@@ -8,6 +8,7 @@
     .venv/bin/python benchmarks/run.py --only-report    # section 7 alone, measured and rewritten in place (5 minutes)
     .venv/bin/python benchmarks/run.py --only-walls     # section 8 alone, measured and rewritten in place (4 minutes)
     .venv/bin/python benchmarks/run.py --only-mutants   # section 9 alone, measured and rewritten in place (8 minutes)
+    .venv/bin/python benchmarks/run.py --only-export    # section 10 alone, measured and rewritten in place (3 minutes)
 
 Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
@@ -69,7 +70,7 @@ from autograder.sandbox.host.template import Template  # noqa: E402
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files  # noqa: E402
 from autograder.submission import open_submission  # noqa: E402
 from autograder.timing import Policy, Speed, reference_slot, verdict  # noqa: E402
-from benchmarks import class_report, mutants, walls  # noqa: E402
+from benchmarks import class_report, export_batch, mutants, walls  # noqa: E402
 from benchmarks.class_batch import GPU_CLASS, class_parts, class_runs, section_class  # noqa: E402
 from benchmarks.common import BENCHMARKS_MD, SOLUTIONS, busy_cpu as _busy_cpu, read_lines as _read, replace_section, table  # noqa: E402
 
@@ -825,6 +826,8 @@ def main(argv: list[str] | None = None) -> None:
                         "it out)")
     parser.add_argument("--only-mutants", action="store_true", help="measure section 9 only, and rewrite it in --out in "
                         "place, keeping the other sections")
+    parser.add_argument("--only-export", action="store_true", help="measure section 10 only (an export of 2,000 submissions, "
+                        "10 damaged: the plan and a sample graded), and rewrite it in --out in place")
     parser.add_argument("--probe", action="store_true", help="say whether the workers see the GPU, and stop (status 3 "
                         "when they do not)")
     args = parser.parse_args(argv)
@@ -857,6 +860,16 @@ def main(argv: list[str] | None = None) -> None:
         text = out.read_text() if out.exists() else "# Benchmarks\n"
         out.write_text(replace_section(text, walls.SECTION, section))
         log(f"wrote section 8 of {out}")
+        return
+    if args.only_export:
+        clock_export = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="bench-export-") as scratch:
+            figures = export_batch.run(Path(scratch), log)
+        measured = (f"Measured by `{command}` on {started.strftime('%Y-%m-%d %H:%M %Z').strip()}, commit {_commit()}, in "
+                    f"{(time.monotonic() - clock_export) / 60:.1f} min.")
+        text = out.read_text() if out.exists() else "# Benchmarks\n"
+        out.write_text(replace_section(text, export_batch.SECTION, export_batch.section(figures, measured)))
+        log(f"wrote section 10 of {out}")
         return
     if args.only_mutants:
         section = mutants_section(rubric, tier, args.mutants_runs or 3, command, started, log)

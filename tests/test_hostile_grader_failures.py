@@ -191,3 +191,13 @@ def test_a_slot_stops_trying_a_start_that_failed_twice_until_it_is_stopped(rubri
     with pytest.raises(WorkerWontStart) as caught:
         slot.start()
     assert caught.value is not tries[1]
+
+
+def test_a_scratch_folder_below_a_tmpdir_of_the_tas_is_reachable_by_the_student_uid():
+    """A TA's TMPDIR below /tmp (/tmp/grading): bwrap makes the scratch folder's missing parents 0700, which the student
+    uid of the root tier cannot walk through, so every worker failed (issue 41). Each is made 0755 before the bind."""
+    scratch = Path("/tmp/grading/term/autograder-worker-template-pid1-x")
+    args = bubblewrap_args("bwrap", (), scratch, scratch, as_root=True)
+    bind = args.index("--bind")
+    made = [args[i + 3] for i in range(bind) if args[i:i + 3] == ["--perms", "0755", "--dir"]]
+    assert made == ["/tmp/grading", "/tmp/grading/term"] and args[bind:bind + 3] == ["--bind", str(scratch), str(scratch)]

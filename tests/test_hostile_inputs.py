@@ -415,7 +415,7 @@ def export(tmp_path: Path, metadata: str | bytes, folders=("submission_1",)) -> 
 
 
 def submitters(tmp_path: Path, people: str):
-    entries, kind = read_batch(export(tmp_path, f"submission_1:\n  :submitters:\n{people}"), tmp_path / "unpacked")
+    entries, kind, _ = read_batch(export(tmp_path, f"submission_1:\n  :submitters:\n{people}"), tmp_path / "unpacked")
     assert kind == "Gradescope export"
     return entries[0].submitters
 
@@ -461,7 +461,7 @@ def test_a_bomb_under_a_key_nobody_reads_costs_nothing(tmp_path):
     levels += [f":x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 12)]
     metadata = "submission_1:\n  :submitters:\n  - :name: Ann\n" + "".join(f"  {line}\n" for line in levels)
     started = time.monotonic()
-    entries, _ = read_batch(export(tmp_path, metadata), tmp_path / "unpacked")
+    entries, _, _ = read_batch(export(tmp_path, metadata), tmp_path / "unpacked")
     assert entries[0].submitters[0].name == "Ann" and time.monotonic() - started < 2
 
 
@@ -494,7 +494,7 @@ def test_an_odd_submission_folder_name_is_refused_and_quoted(tmp_path, key):
 
 def test_a_folder_of_submissions_with_an_escape_in_a_name_prints_it_escaped(tmp_path):
     classroom = folder_with(tmp_path, {f"ann{ESCAPE}/ngram.py": NGRAM.encode()})
-    (entry,), kind = read_batch(classroom, tmp_path / "unpacked")
+    (entry,), kind, _ = read_batch(classroom, tmp_path / "unpacked")
     assert kind == "folder of submissions" and entry.id == f"ann{ESCAPE}"
     err = io.StringIO()
     ui = Terminal(Console(file=io.StringIO()), Console(file=err, force_terminal=False, width=200), 0)
@@ -529,7 +529,7 @@ def test_a_file_past_the_read_limit_costs_a_batch_nothing(tmp_path):
     (folder / "ngram.py").write_text(NGRAM)
     with open(folder / "weights.py", "wb") as f:
         f.truncate(100 << 20)
-    entries, _ = read_batch(tmp_path / "class", tmp_path / "unpacked")
+    entries, _, _ = read_batch(tmp_path / "class", tmp_path / "unpacked")
     assert len(entries[0].digest()) == 64
     sub = open_submission(entries[0].path, tmp_path / "out")
     assert sub.files == {"ngram.py"} and "weights.py: skipped: weights.py could not be read (it is 100.0 MiB, more than the " \

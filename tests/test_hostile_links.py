@@ -188,7 +188,7 @@ def test_a_linked_entry_of_a_class_folder_is_refused_alone(tmp_path):
     (classroom / "alice" / "staff.py").symlink_to(secret)
     (classroom / "mallory").symlink_to(SOLUTIONS)
     (classroom / "eve.py").symlink_to(secret)
-    entries, kind = read_batch(classroom, tmp_path / "unpacked")
+    entries, kind, _ = read_batch(classroom, tmp_path / "unpacked")
     assert kind == "folder of submissions" and [e.id for e in entries] == ["alice", "eve", "mallory"]
     digests = {e.id: e.digest() for e in entries}
     secret.write_text("changed")  # were any of them hashing what a link names, its digest would change
@@ -236,7 +236,7 @@ def test_an_export_zip_keeps_its_link_entries_as_links_and_writes_nothing_throug
             z.writestr(info, target)
         z.writestr("submission_1/d/x.py", "written through a link")
         z.writestr("submission_1/ngram.py", "# the same name again")
-    entries, kind = read_batch(export, tmp_path / "unpacked")
+    entries, kind, _ = read_batch(export, tmp_path / "unpacked")
     assert kind == "Gradescope export" and list(outside.iterdir()) == []
     folder = entries[0].path
     assert (folder / "d" / "x.py").is_file() and (folder / "ngram.py").is_symlink() and (folder / "rnn.py").is_file()
@@ -256,7 +256,7 @@ def test_a_gradescope_export_whose_submission_folder_is_a_link(tmp_path):
     export = export_with(tmp_path, [1, 2])
     (export / "submission_1").symlink_to(SOLUTIONS)
     (export / "submission_2").symlink_to(tmp_path / "nowhere")  # dangling: still this submission's, not the batch's failure
-    entries, kind = read_batch(export, tmp_path / "unpacked")
+    entries, kind, _ = read_batch(export, tmp_path / "unpacked")
     assert kind == "Gradescope export" and [e.id for e in entries] == ["1", "2"]
     assert all(e.digest() for e in entries)
     for entry in entries:
@@ -277,7 +277,7 @@ def test_a_gradescope_metadata_file_that_is_a_link_is_refused(tmp_path):
 def test_an_entrys_digest_hashes_its_links_not_what_they_name(tmp_path):
     secret = private_file(tmp_path)
     folder = folder_with(tmp_path, {"ngram.py": "x = 1"}, {"staff.py": secret, "hw": secret.parent})
-    entries, _ = read_batch(tmp_path, tmp_path / "unpacked")
+    entries, _, _ = read_batch(tmp_path, tmp_path / "unpacked")
     entry = next(e for e in entries if e.id == "submitted")
     before = entry.digest()
     secret.write_text("changed")

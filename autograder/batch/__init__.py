@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 import traceback
 from dataclasses import dataclass
@@ -20,9 +19,9 @@ from ..report import results_json, write_results
 from ..rubric import Rubric
 from .gradebook import (UNRANKED, canvas_csv, feedback_md, grades_csv, leaderboard_csv, leaderboard_rows, max_score, points,
                         student_grades_csv, summary_json, write_atomically)
-from .inputs import ExportError, read_batch
-from .jobs import Jobs, Setup, Task
-from .journal import Journal, grading_key, tree_digest
+from .inputs import Batch, Entry, ExportError, read_batch
+from .jobs import Jobs, Setup, Task, failure
+from .journal import Journal, batch_secret, grading_key, tree_digest
 from .report import DEFAULT_THRESHOLD, build_report
 
 __all__ = ["BatchOptions", "ExportError", "build_report", "grade_all"]
@@ -51,13 +50,9 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     started, began = time.monotonic(), datetime.now(timezone.utc).isoformat(timespec="seconds")
     out.mkdir(parents=True, exist_ok=True)
     runs = json.loads((out / "summary.json").read_text()).get("runs", []) if (out / "summary.json").exists() else []
-    entries, kind = read_batch(source, out / "unpacked")
-    if options.only:
-        unknown = sorted(set(options.only) - {e.id for e in entries})
-        if unknown:
-            raise ExportError(f"--only names submissions not in {source}: {', '.join(unknown)}")
-        entries = [e for e in entries if e.id in options.only]
-    secret, secret_file = _secret(out, options.secret_file, say)
+    batch = read_batch(source, out / "unpacked")
+    entries = batch.selected(options.only, source)
+    secret, secret_file = batch_secret(out, options.secret_file, say)
     solutions = tree_digest(rubric.solutions_dir)
     key = grading_key(rubric.digest, solutions, secret)
     journal = Journal(out / "journal.jsonl")
@@ -66,8 +61,12 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     before = {e.id: journal.latest[e.id] for e in todo if e.id in journal.latest}
     cores = len(os.sched_getaffinity(0))
     jobs = options.jobs or cores
-    say(f"{len(entries)} submissions ({kind} {source}); {len(entries) - len(todo)} already graded with this rubric, "
-        f"grader and secret; {len(todo)} to grade" + (f" with {jobs} job{'s' * (jobs != 1)}" if options.backend == "local" else ""))
+    unreadable = [e for e in todo if e.problem]
+    say(f"{len(entries)} submissions ({batch.kind} {source}); {len(entries) - len(todo)} already graded with this rubric, "
+        f"grader and secret; {len(todo) - len(unreadable)} to grade" + (f" with {jobs} job{'s' * (jobs != 1)}" if options.backend == "local" else "")
+        + (f"; {len(unreadable)} not gradable as the export holds them (`grade-all --plan` lists why)" if unreadable else ""))
+    for line in export_notes(batch, entries):
+        say(line)
     progress(len(entries) - len(todo), len(entries), None)
     by_id = {e.id: e for e in entries}
     record = {"grader_version": __version__, "rubric": {"path": str(rubric.path), "sha256": rubric.digest},
@@ -96,8 +95,10 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
     isolation: dict = {}  # what the jobs' walls were, as their first one reported (none started: nothing to grade)
     completed = False  # whether this run got through its list (not stopped, no error)
     try:
-        if todo:
-            isolation = _backend(rubric, setup, options, cores, say).run([Task(e.id, e.path) for e in todo], done)
+        for e in unreadable:
+            done(Task(e.id, e.path), failure("not_gradable", e.problem))
+        if len(todo) > len(unreadable):
+            isolation = _backend(rubric, setup, options, cores, say).run([Task(e.id, e.path) for e in todo if not e.problem], done)
         completed = True
     finally:
         on_disk = Journal(journal.path)  # what finished is what the journal holds: a stop may cut record() short of `latest`
@@ -134,31 +135,24 @@ def grade_all(rubric: Rubric, source: Path, out: Path, options: BatchOptions, sa
 LEADERS = 10  # leaderboard lines printed at the end of a batch
 
 
+def export_notes(batch: Batch, entries: list[Entry]) -> list[str]:
+    """What a TA should know of how the export was read, before anything is graded: the submissions found unlisted,
+    and what could not be read that belongs to none."""
+    unlisted = [e.id for e in entries if e.note]
+    lines = [f"note: {len(unlisted)} submission folder{'s' * (len(unlisted) != 1)} not listed in the export's metadata, graded "
+             f"under {'their' if len(unlisted) > 1 else 'its'} folder name{'s' * (len(unlisted) != 1)} with no submitter: "
+             + ", ".join(unlisted[:10]) + (f" and {len(unlisted) - 10} more" if len(unlisted) > 10 else "")] if unlisted else []
+    return lines + [f"note: part of no submission: {why}" for why in batch.strays]
+
+
 def _backend(rubric: Rubric, setup: Setup, options: BatchOptions, cores: int, say):
     """What grades: job processes here, or a Ray cluster (its nodes' graders get their own paths and lanes)."""
     if options.backend == "local":
-        return Jobs(options.jobs or cores, setup, options.budget)
+        return Jobs(options.jobs or cores, setup, options.budget, say)
     from .cluster import Cluster  # Ray is an extra: imported only when asked for
 
     return Cluster(rubric, setup, options.budget, address=options.address, cores=cores, jobs=options.jobs,
                    timing_on=options.timing_on, schedule_timeout=options.schedule_timeout, say=say)
-
-
-def _secret(out: Path, secret_file: Path | None, say) -> tuple[str, Path | None]:
-    """--secret-file, else $AUTOGRADER_SECRET, else the batch's own secret.txt in `out` (made on the first run, so
-    that a resumed batch draws the same hidden inputs)."""
-    if secret_file is not None:
-        return secret_file.read_text().strip(), secret_file.resolve()
-    if os.environ.get("AUTOGRADER_SECRET"):
-        return os.environ["AUTOGRADER_SECRET"], None
-    own = out / "secret.txt"
-    if not own.exists():
-        fd = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(16) + "\n")
-        say(f"note: no --secret-file and no $AUTOGRADER_SECRET: hidden inputs come from a new secret in {own}, which "
-            "later runs of this batch reuse")
-    return own.read_text().strip(), own.resolve()
 
 
 def entry_line(row: dict) -> str:

@@ -36,6 +36,7 @@ from pathlib import Path
 from ..cases import TIMING
 from ..rubric import Rubric
 from ..runner import merged
+from ..sandbox.host import scratch
 from ..submission import read_within, walk
 from .jobs import Jobs, Setup, Task, failure
 from .journal import GRADER
@@ -139,8 +140,8 @@ class Grader:
 
     def grade(self, task: Task, shipped: Shipped) -> dict:
         replies = []
-        with tempfile.TemporaryDirectory(prefix="autograder-cluster-") as scratch:  # 0700: no student uid reads it
-            self.jobs.grade([replace(task, path=shipped.write(Path(scratch)))], lambda t, reply: replies.append(reply))
+        with scratch.folder("cluster") as copies:  # 0700: no student uid reads it; swept if this grader is killed outright
+            self.jobs.grade([replace(task, path=shipped.write(copies))], lambda t, reply: replies.append(reply))
         return replies[0]
 
     def stop(self) -> None:

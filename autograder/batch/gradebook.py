@@ -18,7 +18,8 @@ from .inputs import Entry, Submitter
 
 STATUSES = {
     "ok": "graded",
-    "not_gradable": "nothing readable was submitted (no file the rubric grades, an unreadable zip or notebook)",
+    "not_gradable": "nothing readable was submitted (no file the rubric grades, an unreadable zip or notebook), or the export "
+                    "holds the submission damaged or not at all",
     "timeout": "grading ran past the batch's budget per submission and was stopped",
     "crashed": "the grading process died while grading it",
     "infra_error": "the grader itself failed, on the whole submission or on some cases (its traceback is in the batch's log); a rerun grades it again",

@@ -14,7 +14,6 @@ import ctypes
 import multiprocessing
 import os
 import signal
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -26,9 +25,9 @@ from ..report import failure_json
 from ..rubric import Rubric
 from ..runner import grade, reference_worker
 from ..sandbox.host.floor import Floor
-from ..sandbox.host import reaper
+from ..sandbox.host import reaper, scratch
 from ..sandbox.host.proxy import Slot
-from ..sandbox.host.tiers import STUDENT_IDS, isolation_for
+from ..sandbox.host.tiers import STUDENT_IDS, isolation_for, weakened_warning
 from ..submission import SubmissionError, open_submission
 from ..timing import renew
 
@@ -97,9 +96,9 @@ def kept_started(reference: Slot, floor: Floor) -> None:
 def _grade_one(rubric, isolation, setup: Setup, task: Task, reference) -> dict:
     """A task's reply: for a graded submission the run and the account of its files (results.json is written from
     both, once a cluster's parts are merged); otherwise its status, why, and results.json saying so."""
-    with tempfile.TemporaryDirectory(prefix="autograder-batch-") as scratch:
+    with scratch.folder("batch") as copies:
         try:
-            submission = open_submission(task.path, Path(scratch) / "submission", accept_misnamed=rubric.accept_misnamed,
+            submission = open_submission(task.path, copies / "submission", accept_misnamed=rubric.accept_misnamed,
                                          graded=rubric.files)
         except SubmissionError as exc:
             return failure("not_gradable", str(exc))
@@ -129,7 +128,8 @@ class _Job:
         self.since = 0.0
 
     def kill(self) -> None:
-        """The job and every process it started (its workers, and at the root tier whatever runs as its uids)."""
+        """The job and every process it started (its workers, and at the root tier whatever runs as its uids), and the
+        copies of submissions it left (scratch.py: killed, it removes none of them)."""
         below = []
         if self.process.exitcode is None:  # not yet reaped, so its pid is still its own
             below = reaper.kill_tree(self.process.pid, [u for u in dict.fromkeys(self.uids) if u is not None])
@@ -137,15 +137,16 @@ class _Job:
         reaper.reap(below)
         reaper.worker_stopped(self.process.pid)
         self.conn.close()
+        scratch.sweep()
 
 
 class Jobs:
     """`count` job processes; `run(tasks, on_done)` grades each task, calling on_done(task, reply) as each ends."""
 
-    def __init__(self, count: int, setup: Setup, budget: float):
+    def __init__(self, count: int, setup: Setup, budget: float, say=None):
         reaper.harden_parent()  # a killed job's workers become this process's orphans, to be reaped
         self.context = multiprocessing.get_context("spawn")
-        self.count, self.setup, self.budget = count, setup, budget
+        self.count, self.setup, self.budget, self.say = count, setup, budget, say
         self.jobs: list[_Job] = []
 
     def run(self, tasks: list[Task], on_done) -> dict:
@@ -162,6 +163,8 @@ class Jobs:
         while queue or any(j.task for j in self.jobs):
             while len(self.jobs) < min(self.count, len(queue) + sum(1 for j in self.jobs if j.task)):
                 started = self.start()
+                if not record and self.say and weakened_warning(started):  # said as the first job starts, before any grade
+                    self.say(f"warning: {weakened_warning(started)}")
                 record = record or started
             for job in self.jobs:
                 if job.task is None and queue:

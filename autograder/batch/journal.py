@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from pathlib import Path
 
 from .. import __version__
@@ -34,6 +35,26 @@ def grading_key(rubric_digest: str, solutions_digest: str, secret: str) -> str:
     grader = tree_digest(GRADER, (".py", ".yaml", ".txt"))
     secret_digest = hashlib.sha256(secret.encode()).hexdigest()
     return hashlib.sha256("\0".join([rubric_digest, solutions_digest, grader, __version__, secret_digest]).encode()).hexdigest()
+
+
+def batch_secret(out: Path, secret_file: Path | None, say=None) -> tuple[str | None, Path | None]:
+    """--secret-file, else $AUTOGRADER_SECRET, else the batch's own secret.txt in `out`, made on the first run (so that a
+    resumed batch draws the same hidden inputs) when `say` is given to tell of it; without `say`, (None, None) where
+    none is made yet: no grading can be current."""
+    if secret_file is not None:
+        return secret_file.read_text().strip(), secret_file.resolve()
+    if os.environ.get("AUTOGRADER_SECRET"):
+        return os.environ["AUTOGRADER_SECRET"], None
+    own = out / "secret.txt"
+    if not own.exists():
+        if say is None:
+            return None, None
+        fd = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(16) + "\n")
+        say(f"note: no --secret-file and no $AUTOGRADER_SECRET: hidden inputs come from a new secret in {own}, which "
+            "later runs of this batch reuse")
+    return own.read_text().strip(), own.resolve()
 
 
 class Journal:

@@ -24,7 +24,6 @@ function, a whole file) is not lexed again; the filtered code is the same as lex
 from __future__ import annotations
 
 import ast
-import tempfile
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...rubric import Rubric
+from ...sandbox.host import scratch
 from ...submission import SubmissionError, open_submission
 from ..inputs import ExportError, read_batch
 
@@ -69,16 +69,16 @@ def similarity(rubric: Rubric, summary: dict, out: Path, threshold: float = DEFA
     if not source or not Path(source).exists():
         return {**result, "note": "the submissions are not where the batch read them"}
     try:
-        entries, _ = read_batch(Path(source), out / "unpacked")
+        entries = read_batch(Path(source), out / "unpacked").entries
     except ExportError as exc:
         return {**result, "note": f"the submissions cannot be read: {exc}"}
     order = {e.id: i for i, e in enumerate(entries)}  # read_batch's order: numeric ids numerically
     files = sorted(rubric.files)  # each file once, though two components may share it
     texts: dict[str, dict[str, str]] = {}  # submission -> component file -> its text
-    with tempfile.TemporaryDirectory(prefix="autograder-report-") as scratch:
-        for i, e in enumerate(entries):
+    with scratch.folder("report") as copies:  # students' files: swept if this process is killed outright
+        for i, e in enumerate(e for e in entries if not e.problem):  # a damaged submission was not graded: nor is it compared
             try:
-                sub = open_submission(e.path, Path(scratch) / str(i), accept_misnamed=rubric.accept_misnamed, graded=rubric.files)
+                sub = open_submission(e.path, copies / str(i), accept_misnamed=rubric.accept_misnamed, graded=rubric.files)
             except SubmissionError:
                 continue
             got = {f: _text((sub.dir / f).read_bytes()) for f in files if (sub.dir / f).is_file()}

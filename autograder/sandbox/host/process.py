@@ -26,14 +26,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ...outcome import Ended, GraderFailed, seconds_text
-from . import reaper
+from . import reaper, scratch
 from ..worker import wire
 from .template import Template, TemplateGone
 from .tiers import Tier, cuda_driver_dirs
@@ -187,7 +186,7 @@ class Worker:
                  template: Template | None = None):
         self.limits = limits
         template = template if tier.walled and template and not template.gone and forkable(forbidden.modules, template.modules) else None
-        self.scratch = Path(tempfile.mkdtemp(prefix="autograder-worker-", dir=template.root if template else None))
+        self.scratch = scratch.make("worker", template.root if template else None)
         workdir = self.scratch / "submission"
         shutil.copytree(submission_dir, workdir)
         if tier.walled:
@@ -232,7 +231,7 @@ class Worker:
             except OSError as exc:  # no process to close: only the pipes and the scratch folder
                 for fd in (request_read, reply_write, request_fd, reply_fd):
                     os.close(fd)
-                shutil.rmtree(self.scratch, ignore_errors=True)
+                scratch.remove(self.scratch)
                 raise WorkerWontStart(f"the process that runs the submission could not be started ({exc})") from None
         os.close(request_read)
         os.close(reply_write)
@@ -248,7 +247,7 @@ class Worker:
         try:
             process = Spawned([sys.executable, str(WORKER_SIDE / "worker.py"), "--stdio"], workdir)
         except OSError as exc:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            scratch.remove(self.scratch)
             raise WorkerWontStart(f"the process that runs your code could not be started ({exc})") from None
         return process, Streams(process.proc), {}
 
@@ -276,7 +275,7 @@ class Worker:
     def close(self) -> None:
         self.channel.close()
         self.process.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        scratch.remove(self.scratch)
 
 
 class Pipes:

@@ -18,11 +18,10 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
-from . import reaper
+from . import reaper, scratch
 from .tiers import Tier
 
 MESSAGE_BYTES = 1 << 16
@@ -40,7 +39,7 @@ class Template:
     def __init__(self, tier: Tier, modules: tuple[str, ...], worker_side: Path, files: tuple[str, ...], env: dict):
         # Workers' scratch folders are made in here, each its uid's alone; the folder itself only lets them through.
         self.modules = modules
-        self.root = Path(tempfile.mkdtemp(prefix="autograder-worker-template-"))
+        self.root = scratch.make("worker-template")
         os.chmod(self.root, 0o711)
         runtime = self.root / "runtime"
         runtime.mkdir()
@@ -55,7 +54,7 @@ class Template:
                                      pass_fds=(theirs.fileno(),))
         except OSError:  # nothing started: nothing of it is left behind
             self.control.close()
-            shutil.rmtree(self.root, ignore_errors=True)
+            scratch.remove(self.root)
             raise
         finally:
             theirs.close()
@@ -94,7 +93,7 @@ class Template:
         self.gone = True
         self.control.close()
         reaper.stop(self.proc)
-        shutil.rmtree(self.root, ignore_errors=True)
+        scratch.remove(self.root)
 
     def ready(self) -> None:
         """Have the template import, and wait until it has (TemplateGone if it cannot)."""

@@ -3,10 +3,12 @@
 Chosen once per run, printed, and recorded in results.json:
 
 - root: the grader runs as root (Gradescope, a grading container). Each worker
-  runs as a uid of its own with no account, in its own network namespace, and
-  everything the grader keeps from students (the project folder but for the
-  Python it runs on, solutions/, the grader's package, results and secret
-  files) loses its permissions for others.
+  runs as a uid of its own with no account, in its own network namespace. With
+  bubblewrap, the worker's mounts leave out everything the grader keeps from
+  students (the project folder but for Python environments, solutions/, the
+  grader's package, results and secret files); without it, those lose their
+  permissions for others while graders run, and get them back when the last
+  one ends (hide, unhide).
 - bubblewrap: unprivileged, with `bwrap` and user namespaces. The worker sees a
   read-only root holding only system files and Python, a private /tmp, its
   scratch folder, and PID and network namespaces of its own (shared with the
@@ -23,19 +25,27 @@ In every sandbox tier the worker also applies resource limits and the seccomp fi
 (sandbox/worker/seccomp.py) itself, and the parent is undumpable and reaps every
 process the student leaves behind (sandbox/host/reaper.py). A tier is only chosen
 after a probe shows it can start Python; otherwise the grader says why and
-takes the next one.
+takes the next one. The strongest tier is remembered per machine and user
+(state_dir()): a weaker one later is said first, with its cause and how to mend it.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import glob
+import json
 import os
 import platform
+import secrets
+import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import reaper
@@ -59,6 +69,18 @@ class TierUnavailable(Exception):
 
 
 @dataclass(frozen=True)
+class Weakened:
+    """A tier weaker than this machine gave this user before: which one it gave, since when, why the stronger ones
+    failed now (the probes' notes) and what mends it."""
+
+    was: str
+    since: str
+    cause: str
+    mend: str
+    remembered: str  # the file that remembers it: deleting it forgets a tier this machine is no longer meant to give
+
+
+@dataclass(frozen=True)
 class Tier:
     name: str
     notes: tuple[str, ...] = ()  # why each stronger tier was not used
@@ -66,6 +88,7 @@ class Tier:
     hidden: tuple[Path, ...] = ()  # what the worker must not read
     bwrap: str | None = None  # bubblewrap tier, and the root tier where bwrap is installed
     python_paths: tuple[Path, ...] = field(default=(), repr=False)  # read-only binds for bwrap
+    weakened: Weakened | None = field(default=None, compare=False)
 
     @property
     def walled(self) -> bool:
@@ -84,7 +107,12 @@ class Tier:
         return GUARANTEES[self.name] + mounts
 
     def record(self) -> dict:
-        return {"tier": self.name, "guarantees": self.guarantees, "notes": list(self.notes)}
+        weakened = {"weakened": asdict(self.weakened)} if self.weakened else {}
+        return {"tier": self.name, "guarantees": self.guarantees, "notes": list(self.notes), **weakened}
+
+    @property
+    def warning(self) -> str | None:
+        return weakened_warning(self.record())
 
     def command(self, argv: list[str], scratch: Path, workdir: Path) -> list[str]:
         """The command line that starts `argv` inside this tier's walls."""
@@ -92,6 +120,15 @@ class Tier:
             return argv
         as_root = self.student_id is not None
         return [*bubblewrap_args(self.bwrap, self.python_paths, scratch, workdir, as_root, self.hidden), "--", *argv]
+
+
+def weakened_warning(record: dict) -> str | None:
+    """What to say before anything else when a tier (its record: Tier.record) is weaker than the one this machine gave
+    before; None when it is not."""
+    w = record.get("weakened")
+    return w and (f"isolation is weaker than before: {record['tier']} ({record['guarantees']}), where this machine gave "
+                  f"{w['was']} (since {w['since']}). Cause: {w['cause']}. To mend: {w['mend']}. If the weaker tier is meant, "
+                  f"delete {w['remembered']}")
 
 
 def choose_tier(hidden: list[Path], require: str = "same-user") -> Tier:
@@ -111,9 +148,90 @@ def choose_tier(hidden: list[Path], require: str = "same-user") -> Tier:
         notes.append("root tier unavailable: the grader is not running as root")
         tier = _bubblewrap_tier(hidden, bwrap, paths, notes)
     tier = tier or Tier("same-user", tuple(notes), hidden=hidden)
+    tier = replace(tier, weakened=compared_with_before(tier, bwrap))
     if ORDER.index(tier.name) < ORDER.index(require):
-        raise TierUnavailable(f"--require-tier {require}, but the strongest tier here is {tier.name}: " + "; ".join(notes))
+        mend = f" (to mend: {tier.weakened.mend})" if tier.weakened else ""
+        raise TierUnavailable(f"--require-tier {require}, but the strongest tier here is {tier.name}: " + "; ".join(notes) + mend)
     return tier
+
+
+def state_dir() -> Path:
+    """The grader's own per-user state, outside any project (nothing here is shipped): $XDG_STATE_HOME/autograder,
+    by default ~/.local/state/autograder."""
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "autograder"
+
+
+def _rank(name: str, bwrap: bool) -> tuple[int, bool]:
+    return ORDER.index(name), bwrap  # the root tier with bubblewrap's mounts above the root tier without
+
+
+def compared_with_before(tier: Tier, bwrap: str | None) -> Weakened | None:
+    """How `tier` is weaker than the strongest this machine gave this user before (None when it is not), remembering
+    it when it is the strongest yet. Keyed by machine and uid, so a home shared by machines or users mixes no memories."""
+    try:
+        path = state_dir() / "tiers.json"
+    except RuntimeError:  # no home to keep it in: nothing remembered
+        return None
+    key = f"{platform.node()} uid {os.geteuid()}"
+    try:
+        known = json.loads(path.read_text())
+        before = known.get(key) if isinstance(known, dict) else None
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known, before = {}, None
+    now = _rank(tier.name, tier.bwrap is not None)
+    if isinstance(before, dict) and before.get("tier") in ORDER:
+        was = _rank(before["tier"], bool(before.get("bwrap")))
+        if was > now:
+            name = before["tier"] + (" with bubblewrap" if before["tier"] == "root" and was[1] else "")
+            return Weakened(name, str(before.get("since", "?")), "; ".join(tier.notes) or "?",
+                            _mend(before, tier, bwrap), str(path))
+        if was == now:
+            return None
+    known[key] = {"tier": tier.name, "bwrap": tier.bwrap is not None, "since": time.strftime("%Y-%m-%d")}
+    with contextlib.suppress(OSError):  # a home that cannot be written remembers nothing
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = path.with_name(f".{path.name}.{os.getpid()}")
+        fresh.write_text(json.dumps(known, indent=1))
+        os.replace(fresh, path)
+    return None
+
+
+def _mend(before: dict, tier: Tier, bwrap: str | None) -> str:
+    """What gives back the tier remembered in `before`: root again, bubblewrap again, or the permissions for others
+    on the folders of this Python that the student uid of the root tier must enter (lost to a chmod, or to an older
+    grader's hiding)."""
+    steps = []
+    if before["tier"] == "root" and os.geteuid() != 0:
+        steps.append("run the grader as root, as before")
+    if before.get("bwrap") and bwrap is None:
+        steps.append("install bubblewrap (apt-get install bubblewrap)")
+    if before["tier"] == "root" and os.geteuid() == 0:
+        closed = closed_to_others(tier.hidden, bwrap is not None)
+        if closed:
+            steps.append("chmod o+rx " + " ".join(shlex.quote(str(p)) for p in closed))
+    return "; ".join(steps) or "what the cause names, then run again"
+
+
+def closed_to_others(hidden: tuple[Path, ...], with_bwrap: bool) -> list[Path]:
+    """The folders of this Python (those bubblewrap binds, and the folders between them and its sys.path and
+    executable) that others cannot enter and list: a worker that drops to the student uid cannot import from them.
+    Without bubblewrap, which makes the folders above those it binds, their parents too."""
+    bound = python_paths(hidden)
+    inner = [Path(p).resolve() for p in [*sys.path, Path(sys.executable).parent] if p and os.path.isdir(p)]
+    folders: set[Path] = set()
+    for top in bound:
+        folders.update([top, *([] if with_bwrap else top.parents)])
+        for path in inner:
+            folders.update(p for p in [path, *path.parents] if p.is_relative_to(top))
+    return sorted(p for p in folders if not _open_to_others(p))
+
+
+def _open_to_others(path: Path) -> bool:
+    try:
+        return os.stat(path).st_mode & 0o005 == 0o005
+    except OSError:
+        return True  # gone: nothing to mend
 
 
 def _root_tier(hidden, bwrap, paths, notes) -> Tier | None:
@@ -233,17 +351,22 @@ def bubblewrap_args(bwrap: str, python: tuple[Path, ...], scratch: Path, workdir
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
     made: set[Path] = set()
+
+    def walkable(path: Path) -> list[str]:
+        """bwrap makes a bound path's missing parents 0700; the student uid must be able to walk through them."""
+        parents = [p for p in reversed(path.parents[:-1]) if p not in made and p != Path("/tmp")  # /tmp: bwrap's tmpfs, 0755
+                   and not any(p.is_relative_to(bound) for bound in (Path("/usr"), *python))]
+        made.update(parents)
+        return [arg for parent in parents for arg in ("--perms", "0755", "--dir", str(parent))]
+
     for path in python:
         if not path.is_relative_to("/usr"):
-            # bwrap makes missing parents 0700; the student uid must be able to walk through them
-            for parent in reversed(path.parents[:-1]):
-                if parent not in made and parent != Path("/tmp"):  # /tmp is bwrap's own tmpfs, 0755
-                    args += ["--perms", "0755", "--dir", str(parent)]
-                    made.add(parent)
-            args += ["--ro-bind", str(path), str(path)]
+            args += [*walkable(path), "--ro-bind", str(path), str(path)]
     for device in sorted(glob.glob("/dev/nvidia*")):  # a lent GPU
         args += ["--dev-bind", device, device]
-    return [*args, *_masks(hidden, [Path("/usr"), *python]), "--bind", str(scratch), str(scratch), "--chdir", str(workdir)]
+    # the scratch folder's parents too: a TMPDIR below /tmp (/tmp/grading) is no parent bwrap has
+    return [*args, *_masks(hidden, [Path("/usr"), *python]), *walkable(scratch), "--bind", str(scratch), str(scratch),
+            "--chdir", str(workdir)]
 
 
 def _masks(hidden: tuple[Path, ...], bound: list[Path]) -> list[str]:
@@ -257,43 +380,140 @@ def _masks(hidden: tuple[Path, ...], bound: list[Path]) -> list[str]:
     return args
 
 
-def hide(paths: tuple[Path, ...]) -> None:
-    """Root tier: take every permission for others off what the worker must not read."""
+def hide(paths: tuple[Path, ...], holder: str) -> list[str]:
+    """Root tier without bubblewrap: take every permission for others off what the worker must not read, for as long as
+    some grader on this machine holds them hidden (unhide). The modes taken are recorded, under a lock, in a file every
+    grader of this user shares, so that a grader ending never bares what another one still grades behind. Returns a note
+    where nothing can be recorded: the files are then hidden for good."""
+    try:
+        record = _locked_record()
+    except OSError as exc:
+        _take(paths, {})
+        return [f"the grader's files stay hidden from others after this run: their modes could not be recorded ({exc})"]
+    with _hiding(record) as hiding:
+        hiding["holders"][holder] = _process(os.getpid())
+        _take(paths, hiding["modes"])
+    return []
+
+
+def _take(paths: tuple[Path, ...], modes: dict[str, int]) -> None:
     for path in paths:
+        mode = _mode(path)
+        if mode is not None and mode & 0o007:  # one hidden already keeps the mode recorded by whoever hid it
+            modes[str(path)] = mode
+            os.chmod(path, mode & ~0o007)
+
+
+def unhide(holder: str) -> None:
+    """`holder` no longer needs the files hidden: when no live grader does, give each file hidden back its mode, unless
+    someone changed it since (then it stays as they left it)."""
+    with contextlib.suppress(OSError), _hiding(_locked_record()) as hiding:
+        hiding["holders"].pop(holder, None)
+        if hiding["holders"]:
+            return
+        for path, mode in hiding["modes"].items():
+            if _mode(Path(path)) == mode & ~0o007:
+                os.chmod(path, mode)
+        hiding["modes"] = {}
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def _process(pid: int) -> list:
+    """A process as (pid, start time): a pid reused by another process is not mistaken for a grader still running."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return [pid, int(f.read().rsplit(b")", 1)[1].split()[19])]
+    except (OSError, ValueError, IndexError):
+        return [pid, None]
+
+
+def _locked_record():
+    """The record of what is hidden (state_dir()/hidden.json), open and locked for this process alone."""
+    import fcntl  # here, not on import: the portable tier imports this module on any OS
+
+    path = state_dir() / "hidden.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    f = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600), "r+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX)
+    except OSError:
+        f.close()
+        raise
+    return f
+
+
+@contextlib.contextmanager
+def _hiding(record):
+    """The record's {"holders": {holder: [pid, start]}, "modes": {path: mode}}, written back and unlocked on leaving;
+    holders no longer running (a grader killed) are dropped on the way in."""
+    with record:
         try:
-            os.chmod(path, os.stat(path).st_mode & ~0o007)
-        except FileNotFoundError:
-            pass
+            hiding = json.loads(record.read() or "{}")
+        except ValueError:
+            hiding = {}
+        holders = hiding.get("holders", {})
+        hiding = {"holders": {h: p for h, p in holders.items() if _process(p[0]) == p}, "modes": dict(hiding.get("modes", {}))}
+        try:
+            yield hiding
+        finally:
+            record.seek(0)
+            record.truncate()
+            record.write(json.dumps(hiding, indent=1))
+
+
+def is_python_environment(path: Path) -> bool:
+    """A virtual environment or a Python installation: what some worker's Python may run from."""
+    return (path / "pyvenv.cfg").exists() or any(path.glob("bin/python*"))
 
 
 def grader_files(rubric_dir: Path, solutions_dir: Path | None, extra: list[Path]) -> list[Path]:
-    """What students must not read: the rubric's folder entry by entry (but for the Python that runs
-    the worker, which may live there as .venv), solutions/, the grader's own package, and `extra`."""
+    """What students must not read: the rubric's folder entry by entry, solutions/, the grader's own package, and
+    `extra`. Never a Python environment there (.venv, or any other: hiding one would keep the workers of the next run
+    that starts from it from starting as the student uid), nor a folder holding the Python that runs the grader."""
     package = Path(__file__).resolve().parents[2]  # autograder/
     python = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
-    inside = [p for p in rubric_dir.resolve().iterdir() if not any(py.is_relative_to(p) for py in python)]
+    inside = [p for p in rubric_dir.resolve().iterdir()
+              if not any(py.is_relative_to(p) for py in python) and not (p.is_dir() and is_python_environment(p))]
     return [*inside, *([solutions_dir] if solutions_dir else []), package, *extra]
 
 
 class Isolation:
     """A tier put in force for this process, once (the command line enters it; so do tests and benchmarks):
-    the grader becomes undumpable and a subreaper and, at the root tier, its files are hidden from students.
-    Grading under it changes nothing process-wide; leaving it kills what students left running."""
+    the grader becomes undumpable and a subreaper and, at the root tier without bubblewrap (whose mounts leave the
+    grader's files out), its files are hidden from students until it leaves. Grading under it changes nothing
+    process-wide; leaving it kills what students left running and gives the files hidden back their modes (or, for a
+    process that never leaves, such as a batch's job, its exit does)."""
 
     def __init__(self, tier: Tier):
         self.tier, self.notes = tier, list(tier.notes)
+        self.holder: str | None = None
 
     def __enter__(self) -> Isolation:
         if self.tier.walled:
             self.notes += reaper.harden_parent()
-        if self.tier.name == "root":
-            hide(self.tier.hidden)
+        if self.tier.name == "root" and self.tier.bwrap is None:
+            self.holder = secrets.token_hex(8)
+            atexit.register(self._unhide)
+            self.notes += hide(self.tier.hidden, self.holder)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.tier.walled:
             for uid in {self.tier.with_id(k).student_id for k in range(STUDENT_IDS)}:
                 reaper.sweep(uid)
+        atexit.unregister(self._unhide)
+        self._unhide()  # after the sweep: no student process is left to read what is bared
+
+    def _unhide(self) -> None:
+        if self.holder is not None:
+            unhide(self.holder)
+            self.holder = None
 
     def record(self) -> dict:
         return {**self.tier.record(), "notes": list(self.notes)}
