@@ -1,5 +1,5 @@
 # `make demo` grades the bundled example submission; `make test` runs the whole test suite; `make test-fast` only the
-# tests that start no process and need no network (seconds, for the edit-test loop).
+# tests that start no process and need no network (seconds, for the edit-test loop); `make docs` builds the site.
 # Both create .venv on first use. torch is installed first, pinned, so that nothing pulls CUDA builds.
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,12 +10,12 @@ PYTEST_ARGS ?=
 # Parallel pytest processes for the tests that may share the machine. 2 on this 2-core machine (README).
 JOBS ?= 2
 
-.PHONY: demo test test-fast release bench browser
+.PHONY: demo test test-fast release bench browser docs
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt torch==2.13.0
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,batch,ray]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,batch,ray,docs]'
 	touch $(STAMP)
 
 # The example holds two planted mistakes (examples/README.md); tests/test_hostile_grader_failures.py checks this score.
@@ -37,6 +37,7 @@ demo: $(STAMP)
 # machine (its first import builds its font cache, running fc-list), so that no test passes only on a machine that ran before.
 test: $(STAMP) browser
 	$(VENV)/bin/autograder release --check
+	$(DOCS)
 	export MPLCONFIGDIR="$$(mktemp -d)"; trap 'rm -rf "$$MPLCONFIGDIR"' EXIT; status=0; \
 	$(PYTEST) -n $(JOBS) -m "not serial" --durations=15 $(PYTEST_ARGS) || [ $$? -eq 5 ] || status=1; \
 	$(PYTEST) -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ] || status=1; \
@@ -55,6 +56,16 @@ browser:
 	else \
 	  echo "chromium is not installed (apt-get install chromium, as root): the browser tests will be skipped"; \
 	fi
+
+# The documentation site (mkdocs.yml, docs/) into site/, in about a second. --strict (and mkdocs.yml's validation): a
+# broken link or anchor, a page left out of the nav or a missing include (SECURITY.md, BENCHMARKS.md) fails it.
+# Not --quiet: it hides the warnings from the strict count, and the build passes (mkdocs issue 4126). So its output is
+# held back and shown whole only when the build fails; success prints mkdocs' last line. NO_MKDOCS_2_WARNING: Material's
+# notice about its successor, printed on every build, says nothing about this site.
+DOCS = @out=$$(NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict 2>&1) && echo "$$out" | tail -n 1 \
+	|| { echo "$$out"; echo "the documentation site failed its strict build (make docs)"; exit 1; }
+docs: $(STAMP)
+	$(DOCS)
 
 # No worker, no subprocess, no network: tests/conftest.py fails a test that starts a process without the slow mark.
 test-fast: $(STAMP)

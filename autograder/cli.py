@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -24,18 +25,21 @@ from . import __version__
 from .batch import BatchOptions, ExportError, build_report, entry_line, grade_all
 from .batch.cluster import ClusterError
 from .batch.jobs import STOPS
+from .batch.canvas import CanvasError, read_gradebook
 from .batch.plan import PLAN, plan_batch, plan_lines
 from .batch.report import DEFAULT_THRESHOLD
 from .rubric import Rubric, RubricError, load_rubric
 from .release import ReleaseError, stale_rules, write_rules
-from .release.bundle import BUNDLE_OWN, BundleError, check_bundle_target, part_numbers, select_components, write_bundle
+from .release.bundle import BUNDLE_OWN, BundleError, check_bundle_target, write_bundle
 from .release.gradescope import build_zip, zip_name
 from .release.starter import StarterError, stale_starter, write_starter
 from .report import account_lines, failure_json, print_table, results_json, write_results
 from .runner import grade
 from .sandbox.host import scratch
 from .sandbox.host.tiers import ORDER, TierUnavailable, isolation_for, student_isolation
-from .submission import SubmissionError, open_submission, printable
+from .submission import open_submission
+from .submission.names import printable
+from .submission.reading import SubmissionError
 from .verify import MistakesError, load_mistakes, print_report, verify
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -217,14 +221,14 @@ def cmd_release(args, ui: Terminal) -> int:
 def release_each_part(rubric: Rubric, out: Path, parts: list[str], ui: Terminal) -> int:
     """`release --out DIR --each-part`: for each part (or each of `parts`), its student bundle in DIR/part<n>/bundle/ and
     its Gradescope zip, DIR/part<n>/autograder.zip. A part's folder must be new or empty, as a bundle's must."""
-    folders = {n: out / f"part{n}" for n in part_numbers(rubric, select_components(rubric, parts))}
+    folders = {n: out / f"part{n}" for n in rubric.part_numbers(rubric.select(parts))}
     for n, folder in folders.items():  # every refusal before minutes of recording
         check_bundle_target(rubric, folder.absolute(), [str(n)])
     how_many = f"{len(folders)} part{'s' * (len(folders) != 1)}"
     ui.note(f"releasing {how_many}: each records its visible cases on the reference solutions, then replays "
             "them; this takes up to a minute per part")
     for n, folder in folders.items():
-        components = select_components(rubric, [str(n)])
+        components = rubric.select([str(n)])
         made = write_bundle(rubric, folder.absolute() / "bundle", [str(n)])
         names = build_zip(rubric, folder / "autograder.zip", components)
         ui.out.print(f"{folder}: {components[0].part}\n  {bundle_written(made, folder / 'bundle')}\n  "
@@ -257,9 +261,19 @@ def cmd_grade_all(args, ui: Terminal) -> int:
     if args.address and args.backend != "ray":
         ui.error("--address names a Ray cluster to join: give --backend ray too")
         return USAGE_ERROR
+    if (args.canvas_gradebook is None) != (args.canvas_assignment is None):
+        ui.error("--canvas-gradebook and --canvas-assignment go together: the gradebook Canvas exported for the course, and "
+                 "the heading of the assignment's column in it, \"Name (id)\"")
+        return USAGE_ERROR
+    try:  # before grading: a gradebook canvas.csv cannot be written in is refused now, not after the batch
+        canvas = read_gradebook(args.canvas_gradebook, args.canvas_assignment) if args.canvas_gradebook else None
+    except (CanvasError, OSError) as exc:
+        ui.error(str(exc))
+        return USAGE_ERROR
     only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip())
     options = BatchOptions(args.jobs, args.secret_file, args.require_tier, args.regrade, only, args.budget, args.similarity,
-                           args.backend, args.address, args.timing_on, args.schedule_timeout)
+                           args.backend, args.address, args.timing_on, args.schedule_timeout, tuple(args.part or ()),
+                           canvas=canvas)
     out = Path(args.out)
     if args.plan:
         return plan_command(args, ui, only, out)
@@ -284,7 +298,7 @@ def cmd_grade_all(args, ui: Terminal) -> int:
 def plan_command(args, ui: Terminal, only: tuple[str, ...], out: Path) -> int:
     """grade-all --plan: the batch's account, without grading."""
     try:
-        plan = plan_batch(rubric_of(args, ui), Path(args.submissions), out, only, args.secret_file)
+        plan = plan_batch(rubric_of(args, ui), Path(args.submissions), out, only, args.secret_file, tuple(args.part or ()))
     except (RubricError, ExportError, OSError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
@@ -327,10 +341,14 @@ def cmd_report(args, ui: Terminal) -> int:
     try:
         if not (out / "grades.csv").is_file() or not (out / "summary.json").is_file():
             raise ExportError(f"{out} is not a finished batch: it holds no grades.csv and summary.json (autograder grade-all --out)")
-        graded_with = json.loads((out / "summary.json").read_text()).get("rubric", {}).get("path")
+        summary = json.loads((out / "summary.json").read_text())
+        graded_with = summary.get("rubric", {}).get("path")
         if not args.config and graded_with and Path(graded_with).is_file():
             args.config = graded_with  # the rubric that graded the batch, unless another is asked for
-        build_report(out, rubric_of(args, ui), args.similarity)
+        rubric = rubric_of(args, ui)
+        graded = summary.get("components")  # a batch of some parts reports on theirs
+        build_report(out, dataclasses.replace(rubric, components=[c for c in rubric.components if c.id in graded]) if graded else rubric,
+                     args.similarity)
     except (RubricError, ExportError, OSError, ValueError) as exc:
         ui.error(str(exc))
         return USAGE_ERROR
@@ -341,7 +359,7 @@ def cmd_report(args, ui: Terminal) -> int:
 def cmd_gradescope(args, ui: Terminal) -> int:
     try:
         rubric = rubric_of(args, ui)
-        components = select_components(rubric, args.part or ())
+        components = rubric.select(args.part or ())
         out = Path(args.out or zip_name(rubric, components))
         names = build_zip(rubric, out, components)
     except (RubricError, ReleaseError, OSError) as exc:
@@ -411,7 +429,13 @@ def build_parser() -> argparse.ArgumentParser:
     ga.add_argument("--require-tier", choices=ORDER, default="same-user", help="refuse to grade below this isolation tier")
     ga.add_argument("--plan", action="store_true", help="grade nothing: print how many submissions the export holds, which are to "
                     "grade, which cannot be graded and every problem found, and write what each is graded from to OUT/plan.json")
+    ga.add_argument("--part", action="append", help="grade only this part, out of its points (its number, 1, 2..., or its name; "
+                    "repeatable); without it, the part every submission holds files of, else the whole course")
     ga.add_argument("--regrade", action="store_true", help="grade every submission again, even those already graded")
+    ga.add_argument("--canvas-gradebook", type=Path, metavar="FILE", help="the gradebook Canvas exported for the course (Grades, "
+                    "Export): canvas.csv is then written in it, its students matched by SIS User ID, SIS Login ID, then email")
+    ga.add_argument("--canvas-assignment", metavar='"NAME (ID)"', help="with --canvas-gradebook: the assignment's column, headed "
+                    "as in Canvas's export")
     ga.add_argument("--only", help="grade only these submission ids (comma-separated)")
     ga.add_argument("--budget", type=float, default=600.0, help="seconds one submission may take before it is stopped (default: 600)")
     ga.add_argument("--similarity", type=float, default=DEFAULT_THRESHOLD,

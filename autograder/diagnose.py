@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .chi_square import chi_square_p_value
+
 LIKELY = "Likely mistake: "  # names the mistake whose wrong answer explains every element; summaries keep it whole
 OVERFLOW = "Overflow in exp, or a 0 * inf, usually causes this."  # the default cause of NaN or Inf where the reference is finite
 LARGEST = 64  # the largest plain integer ratio named without a size of the inputs behind it
@@ -517,12 +519,10 @@ def sample_shows(observed: Mapping, probs: Mapping, *, visible: bool, rows: np.n
                  fits: Mapping[str, Mapping] | None = None, name: Callable[[object], str] = repr) -> str:
     """What a sample that failed its chi-square test shows, to append to the case's message.
 
-    `observed` and `probs` as common.chi_square_p_value takes them: counts of (history, outcome), and per history the
+    `observed` and `probs` as chi_square_p_value takes them: counts of (history, outcome), and per history the
     expected distribution of outcomes. `rows`: the draws as a 2-D array, each row drawn independently with repeats
     allowed (sample_negatives' (N, k)); `fits`: named alternative distributions, like hints: the first the sample
     follows (p >= 1e-3) is named. `name`: an outcome in words."""
-    from .cases.common import chi_square_p_value  # cases import the judge, which imports this module
-
     if rows is not None:
         said = _without_replacement(np.asarray(rows), probs, visible)
         if said:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .submission import cell_lines, cell_source, graded_cell
+from .submission.notebooks import cell_lines, cell_source, graded_cell
 
 COLAB_WAIT_S = 30  # how long Colab's browser gets to hand over the notebook
 

@@ -35,7 +35,8 @@ from .forbidden import MENTION
 from .judge import LIKELY
 from .outcome import GRADER_FAILED
 from .runner import CaseResult, GradeRun
-from .submission import FileEntry, printable
+from .submission import FileEntry
+from .submission.names import printable
 
 
 def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
@@ -72,6 +73,25 @@ def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:
         "tests": tests,
         **({"leaderboard": board} if board else {}),
     }
+
+
+def merged_results(old: dict, new: dict, kept: set[str], order: list[str], boards: dict[str, str]) -> dict:
+    """results.json of a regrade of some components: `new`'s tests, and `old`'s of the components in `kept` (nothing
+    that decides them changed), in the rubric's `order` of components; the summary, the score and the leaderboard of
+    them all (`boards`: a leaderboard column's component), and the files as `new` found them."""
+    tests = sorted([t for t in old["tests"] if t["tags"][0] in kept] + new["tests"],
+                   key=lambda t: order.index(t["tags"][0]) if t["tags"][0] in order else len(order))
+    shown = sum(t["visibility"] == "visible" for t in tests)
+    flagged = {t["tags"][0]: t["extra_data"]["review"] for t in tests if "review" in t.get("extra_data", {})}
+    summary = summary_lines(tests) + ["", f"Graded {len(tests)} cases ({shown} visible, {len(tests) - shown} hidden or shown "
+                                          f"later); those of {', '.join(sorted(kept))} are kept from the grading before, as "
+                                          "nothing that decides them changed since."]
+    files = tuple(FileEntry(**f) for f in new["extra_data"]["files"])
+    board = [b for b in old.get("leaderboard", []) if boards.get(b["name"]) in kept] + new.get("leaderboard", [])
+    return {**new, "score": sum(t["score"] for t in tests), "tests": tests,
+            "output": "\n".join(summary + ([HIDDEN_OUTPUT] if shown < len(tests) else []) + flagged_notes(flagged) + account_lines(files)),
+            "extra_data": {**new["extra_data"], "max_score": sum(t["max_score"] for t in tests), "kept": sorted(kept)},
+            **({"leaderboard": board} if board else {})}
 
 
 def leaderboard(results: list[CaseResult]) -> list[dict]:
@@ -202,10 +222,13 @@ def _failure_line(group: list[dict], cause: str, used_by: int) -> str:
 
 
 def review_notes(results: list[CaseResult]) -> list[str]:
+    return flagged_notes({r.case.component: r.extra["review"] for r in results if "review" in r.extra})
+
+
+def flagged_notes(flagged: dict[str, dict]) -> list[str]:
     """One note per component whose files name what it forbids, where no case reached a call of it (runner.py flags
-    them). A call or an import found there is in code no case ran (the guard fails whatever runs); a mention (an
-    isinstance check, an import of the name) may have run, calling nothing, and is said to be one."""
-    flagged = {r.case.component: r.extra["review"] for r in results if "review" in r.extra}
+    them: component -> its review). A call or an import found there is in code no case ran (the guard fails whatever
+    runs); a mention (an isinstance check, an import of the name) may have run, calling nothing, and is said to be one."""
     notes = []
     for component, review in flagged.items():
         named = review["forbidden_names"]

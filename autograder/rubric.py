@@ -14,6 +14,7 @@ import hashlib
 import inspect
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -292,6 +293,27 @@ class Rubric:
     def staff_files(self) -> list[str]:
         """The staff test files its cases run (relative to its folder)."""
         return sorted({k.unittest.file for c in self.components for k in c.cases if k.unittest})
+
+    @property
+    def parts(self) -> list[str]:
+        """The names of the course's parts, in order: part n is the n-th."""
+        return list(dict.fromkeys(c.part for c in self.components))
+
+    def part_numbers(self, components: list[Component]) -> list[int]:
+        """The numbers of the parts `components` belong to, in order."""
+        return [self.parts.index(part) + 1 for part in dict.fromkeys(c.part for c in components)]
+
+    def select(self, parts: Sequence[str] = ()) -> list[Component]:
+        """Every component, or those of the parts named, each by its number (1, 2...) or its name; in the course's order."""
+        if not parts:
+            return self.components
+        names, chosen = self.parts, set()
+        for part in parts:
+            name = names[int(part) - 1] if part.isdigit() and 0 < int(part) <= len(names) else part
+            if name not in names:
+                raise RubricError(f"no part {part!r}; expected a number from 1 to {len(names)} or one of: " + "; ".join(names))
+            chosen.add(name)
+        return [c for c in self.components if c.part in chosen]
 
     @property
     def files(self) -> frozenset[str]:

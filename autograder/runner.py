@@ -40,7 +40,8 @@ from .sandbox.host.proxy import Proxy, Slot
 from .sandbox.host.tape import Tape
 from .sandbox.host.template import Template, TemplateGone
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
-from .submission import Submission, printable
+from .submission import Submission
+from .submission.names import printable
 from .timing import Speed, Verdict, reference_slot
 from .trial import Trial
 

@@ -9,6 +9,7 @@
     .venv/bin/python benchmarks/run.py --only-walls     # section 8 alone, measured and rewritten in place (4 minutes)
     .venv/bin/python benchmarks/run.py --only-mutants   # section 9 alone, measured and rewritten in place (8 minutes)
     .venv/bin/python benchmarks/run.py --only-export    # section 10 alone, measured and rewritten in place (3 minutes)
+    .venv/bin/python benchmarks/run.py --only-regrade   # section 11 alone, measured and rewritten in place (4 minutes)
 
 Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
@@ -70,7 +71,7 @@ from autograder.sandbox.host.template import Template  # noqa: E402
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files  # noqa: E402
 from autograder.submission import open_submission  # noqa: E402
 from autograder.timing import Policy, Speed, reference_slot, verdict  # noqa: E402
-from benchmarks import class_report, export_batch, mutants, walls  # noqa: E402
+from benchmarks import class_report, export_batch, mutants, regrade, walls  # noqa: E402
 from benchmarks.class_batch import GPU_CLASS, class_parts, class_runs, section_class  # noqa: E402
 from benchmarks.common import BENCHMARKS_MD, SOLUTIONS, busy_cpu as _busy_cpu, read_lines as _read, replace_section, table  # noqa: E402
 
@@ -828,6 +829,8 @@ def main(argv: list[str] | None = None) -> None:
                         "place, keeping the other sections")
     parser.add_argument("--only-export", action="store_true", help="measure section 10 only (an export of 2,000 submissions, "
                         "10 damaged: the plan and a sample graded), and rewrite it in --out in place")
+    parser.add_argument("--only-regrade", action="store_true", help="measure section 11 only (a one-case fix regraded against "
+                        "a full regrade), and rewrite it in --out in place")
     parser.add_argument("--probe", action="store_true", help="say whether the workers see the GPU, and stop (status 3 "
                         "when they do not)")
     args = parser.parse_args(argv)
@@ -861,16 +864,17 @@ def main(argv: list[str] | None = None) -> None:
         out.write_text(replace_section(text, walls.SECTION, section))
         log(f"wrote section 8 of {out}")
         return
-    if args.only_export:
-        clock_export = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="bench-export-") as scratch:
-            figures = export_batch.run(Path(scratch), log)
-        measured = (f"Measured by `{command}` on {started.strftime('%Y-%m-%d %H:%M %Z').strip()}, commit {_commit()}, in "
-                    f"{(time.monotonic() - clock_export) / 60:.1f} min.")
-        text = out.read_text() if out.exists() else "# Benchmarks\n"
-        out.write_text(replace_section(text, export_batch.SECTION, export_batch.section(figures, measured)))
-        log(f"wrote section 10 of {out}")
-        return
+    for asked, module, number in ((args.only_export, export_batch, 10), (args.only_regrade, regrade, 11)):
+        if asked:
+            clock_alone = time.monotonic()
+            with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+                figures = module.run(Path(scratch), log)
+            measured = (f"Measured by `{command}` on {started.strftime('%Y-%m-%d %H:%M %Z').strip()}, commit {_commit()}, in "
+                        f"{(time.monotonic() - clock_alone) / 60:.1f} min.")
+            text = out.read_text() if out.exists() else "# Benchmarks\n"
+            out.write_text(replace_section(text, module.SECTION, module.section(figures, measured)))
+            log(f"wrote section {number} of {out}")
+            return
     if args.only_mutants:
         section = mutants_section(rubric, tier, args.mutants_runs or 3, command, started, log)
         text = out.read_text() if out.exists() else "# Benchmarks\n"

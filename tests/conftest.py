@@ -109,7 +109,7 @@ def _guarded(item):
 # them: issue 1386 of pytest-xdist.) These modules are collected first, so that the long units start first.
 ONE_PROCESS = ("tests/test_bundle.py", "tests/test_gradescope.py", "tests/test_security_os.py", "tests/test_worker_walls.py",
                "tests/test_report.py", "tests/test_ray.py", "tests/test_mistakes.py", "tests/test_malformed_returns.py",
-               "tests/test_unread_code.py", "tests/test_forbidden_operators.py")
+               "tests/test_unread_code.py", "tests/test_forbidden_operators.py", "tests/test_leftovers.py", "tests/test_unittests.py")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -20,7 +20,8 @@ from autograder.forbidden import importable, python_files, scan_submission
 from autograder.sandbox.host.process import WORKER_FILES
 from autograder.sandbox.worker import audit
 from autograder.sandbox.worker.audit import Refused, Rules
-from autograder.submission import API_FILES, open_submission, shadowed
+from autograder.submission import open_submission, shadowed
+from autograder.submission.names import API_FILES
 
 WORKER = Path(audit.__file__).parent
 NUMPY_FORMAT = os.path.join(os.path.dirname(numpy.__file__), "lib", "_format_impl.py")  # where np.load unpickles

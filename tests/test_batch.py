@@ -106,20 +106,32 @@ def test_a_folder_of_submissions_takes_each_entrys_name_as_its_id(tmp_path):
 
 def test_the_journal_resumes_past_a_line_cut_by_a_kill(tmp_path):
     path = tmp_path / "journal.jsonl"
-    Journal(path).record({"id": "1", "content": "c", "key": "k", "score": 3.0})
+    keys = {"ngram": "k1", "backprop": "k2"}
+    Journal(path).record({"id": "1", "content": "c", "keys": keys, "score": 3.0})
     with open(path, "a") as f:
         f.write('{"id": "2", "content": "c", "ke')  # killed while writing
     journal = Journal(path)
-    assert journal.current("1", "c", "k")["score"] == 3.0 and journal.done("1", "c", "k")
-    assert journal.current("2", "c", "k") is None and not journal.done("2", "c", "k")
-    assert not journal.done("1", "changed content", "k") and not journal.done("1", "c", "another rubric")
+    assert journal.current("1", "c", keys)["score"] == 3.0 and journal.stale("1", "c", keys) == []
+    assert journal.current("2", "c", keys) is None and journal.stale("2", "c", keys) == ["ngram", "backprop"]
+    assert journal.stale("1", "changed content", keys) == ["ngram", "backprop"]
+
+
+def test_a_changed_key_regrades_that_component_only_and_an_older_line_everything(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.record({"id": "1", "content": "c", "keys": {"ngram": "k1", "backprop": "k2"}, "status": "ok"})
+    journal.record({"id": "2", "content": "c", "key": "one key for all", "status": "ok"})  # a grader before per-component keys
+    assert journal.stale("1", "c", {"ngram": "k1 fixed", "backprop": "k2"}) == ["ngram"]
+    assert journal.current("1", "c", {"ngram": "k1 fixed", "backprop": "k2"}) is None
+    assert journal.current("1", "c", {"ngram": "k1"})["status"] == "ok"  # a batch of one part: its components' keys
+    assert journal.stale("2", "c", {"ngram": "k1"}) == ["ngram"]
 
 
 def test_a_grading_the_grader_failed_is_in_the_gradebook_and_graded_again_on_resume(tmp_path):
     journal = Journal(tmp_path / "journal.jsonl")
-    journal.record({"id": "1", "content": "c", "key": "k", "status": "infra_error", "score": 3.0})
-    assert journal.current("1", "c", "k")["status"] == "infra_error"  # its row stays in grades.csv, saying so
-    assert not journal.done("1", "c", "k")  # and a rerun grades it again
+    keys = {"ngram": "k"}
+    journal.record({"id": "1", "content": "c", "keys": keys, "status": "infra_error", "score": 3.0})
+    assert journal.current("1", "c", keys)["status"] == "infra_error"  # its row stays in grades.csv, saying so
+    assert journal.stale("1", "c", keys) == ["ngram"]  # and a rerun grades it again
 
 
 def test_the_gradebook_has_a_row_per_submission_even_one_not_graded(tmp_path):

@@ -40,7 +40,8 @@ from autograder import __version__
 from autograder.release.bundle import BUNDLE_OWN, DISTRIBUTION, student_pins, student_requirements
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
-from autograder.submission import CHECK_TAG, open_submission
+from autograder.submission import open_submission
+from autograder.submission.notebooks import CHECK_TAG
 from autograder.verify import one_per_file, write_edits
 
 # The bundle's own files at its top (release.bundle.BUNDLE_OWN, which `check` leaves out of its account), and the notebooks.
@@ -889,12 +890,12 @@ def test_a_portable_check_prints_what_the_sandbox_prints(checked, rubric):
     assert 3 not in status.values()  # the grader never failed on its own
 
 
-def test_the_readme_lists_each_linux_only_thing_the_stand_in_refuses():
-    """README's Portability table and not_linux.LINUX_ONLY name the same things (read from its source: importing it
-    would take them from this process)."""
+def test_the_docs_list_each_linux_only_thing_the_stand_in_refuses():
+    """The Portability table (docs/architecture.md) and not_linux.LINUX_ONLY name the same things (read from its
+    source: importing it would take them from this process)."""
     source = (NOT_LINUX / "not_linux.py").read_text()
     table = next(node for node in ast.parse(source).body if isinstance(node, ast.Assign) and node.targets[0].id == "LINUX_ONLY")
     refused = [key.value for key in table.value.keys]
-    section = (ROOT / "README.md").read_text().split("## Portability")[1].split("\n## ")[0]
+    section = (ROOT / "docs" / "architecture.md").read_text().split("## Portability")[1].split("\n## ")[0]
     listed = re.findall(r"^\| `([^`]+)` \|", section, flags=re.M)
     assert listed == refused

@@ -17,7 +17,7 @@ from autograder.cases import DATA, TIMING
 from autograder.rubric import RubricError, load_rubric
 from autograder.release import RULES_BEGIN
 from autograder.sandbox.host.tiers import ORDER
-from autograder.submission import FILE_ORDER
+from autograder.submission.names import FILE_ORDER
 
 
 def autograder(*args, cwd=ROOT):

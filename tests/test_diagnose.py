@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from autograder import diagnose
-from autograder.cases.common import chi_square_p_value
+from autograder.chi_square import chi_square_p_value
 from autograder.forbidden import scan_forbidden
 from autograder.sandbox.host.process import Forbidden
 from autograder.judge import LIKELY, CaseFailed, Tolerance, expect_array, expect_equal, expect_number

@@ -129,7 +129,8 @@ def test_the_plan_accounts_for_every_submission_before_grading(tmp_path, capsys)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("5 submissions (Gradescope export ") and printed[0].endswith(
         ": 1 to grade, 0 already graded, 4 not gradable; 1 with a problem")
-    shown = [line.split(":")[0] for line in printed[1:-1] if not line.startswith("  ")]  # a reason's list of files is indented
+    assert printed[1] == "graded: every component of grading.yaml, out of 70 points"
+    shown = [line.split(":")[0] for line in printed[2:-1] if not line.startswith("  ")]  # a reason's list of files is indented
     assert shown == ["1002", "1003", "1004", "1009", "1001", "1001", "1009", "part of no submission"]
     assert printed[-1] == f"what each submission will be graded from: {out / 'plan.json'}"
 
@@ -153,3 +154,6 @@ def test_a_damaged_export_is_graded_whole_and_a_rerun_grades_nothing_twice(tmp_p
     again = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "5 already graded with this rubric, grader and secret; 0 to grade" in again.stderr, again.stderr
     assert len((out / "journal.jsonl").read_text().splitlines()) == 5
+    only = subprocess.run([*args, "--only", "1002", "--regrade"], capture_output=True, text=True, timeout=120)
+    assert only.returncode == 0 and "1 to grade" not in only.stderr and "0 to grade with 1 job; 1 not gradable" in only.stderr, only.stderr
+    assert [r["submission_id"] for r in csv.DictReader(open(out / "grades.csv"))] == ["1001", "1002", "1003", "1004", "1009"]

@@ -20,13 +20,14 @@ from attacks import tier
 from conftest import ROOT, SOLUTIONS
 
 from autograder.cases import TIMING
-from autograder.release.bundle import BundleError, course_parts, grading_pins, select_components
+from autograder.release.bundle import grading_pins
 from autograder.release.gradescope import build_zip, zip_entries, zip_name
 from autograder.report import results_json
 from autograder.outcome import PASSED
-from autograder.rubric import load_rubric
+from autograder.rubric import RubricError, load_rubric
 from autograder.runner import CaseResult, GradeRun
-from autograder.submission import SubmissionError, open_submission
+from autograder.submission import open_submission
+from autograder.submission.reading import SubmissionError
 
 SCRIPTS = ("setup.sh", "run_autograder")
 FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
@@ -92,15 +93,15 @@ def test_results_keep_to_gradescopes_keys_and_tag_timing_cases(rubric):
 
 
 def test_parts_are_chosen_by_number_or_name_and_name_the_zip(rubric):
-    names = course_parts(rubric)
-    chosen = select_components(rubric, ["3", names[0], "1"])
+    names = rubric.parts
+    chosen = rubric.select(["3", names[0], "1"])
     assert [c.id for c in chosen] == [c.id for c in rubric.components if c.part in (names[0], names[2])]  # the course's order
     assert zip_name(rubric, chosen) == "autograder-part1-part3.zip"
-    assert zip_name(rubric, select_components(rubric, ["2"])) == "autograder-part2.zip"
-    assert zip_name(rubric, select_components(rubric, [])) == "autograder.zip"
-    assert zip_name(rubric, select_components(rubric, [str(n) for n in range(1, len(names) + 1)])) == "autograder.zip"
-    with pytest.raises(BundleError, match=f"no part '{len(names) + 1}'; expected a number from 1 to {len(names)} or one of: "):
-        select_components(rubric, ["1", str(len(names) + 1)])
+    assert zip_name(rubric, rubric.select(["2"])) == "autograder-part2.zip"
+    assert zip_name(rubric, rubric.select([])) == "autograder.zip"
+    assert zip_name(rubric, rubric.select([str(n) for n in range(1, len(names) + 1)])) == "autograder.zip"
+    with pytest.raises(RubricError, match=f"no part '{len(names) + 1}'; expected a number from 1 to {len(names)} or one of: "):
+        rubric.select(["1", str(len(names) + 1)])
 
 
 # What a zip of some parts holds apart from every other zip; the rest is what setup.sh reads, the same in every zip.
@@ -112,7 +113,7 @@ def test_a_zip_of_some_parts_grades_their_every_case_numbered_as_in_the_course(r
     """Part 2's components follow part 1's, and part 3's follow part 2's: a rubric of their own would number their cases
     (the staff tests' too) from its own first component on. The zip's rubric keeps every case of theirs, hidden and timing
     ones too, with the course's number, and only their solutions and staff tests; all else is the whole course's zip's."""
-    chosen = select_components(rubric, parts)
+    chosen = rubric.select(parts)
     entries = zip_entries(rubric, chosen)
     for name, data in entries.items():
         if name.split("/")[0] in OWN_TO_THE_PARTS:
@@ -134,7 +135,7 @@ def test_a_zip_of_some_parts_grades_their_every_case_numbered_as_in_the_course(r
 def test_another_parts_files_are_ignored_not_graded(rubric, tmp_path):
     """Part 1's assignment grades ngram.py and backprop.py: part 2's lstm.py and a misnamed rnn.py are ignored, saying
     so; not graded, not copied, and no rename asked for. A submission of part 2 only has nothing to grade there."""
-    part1 = dataclasses.replace(rubric, components=select_components(rubric, ["1"]))
+    part1 = dataclasses.replace(rubric, components=rubric.select(["1"]))
     folder = tmp_path / "submission"
     folder.mkdir()
     for name in ("ngram.py", "lstm.py", "rnn_final.py", "helpers.py"):
@@ -264,7 +265,7 @@ def run_autograder(script: Path, root: Path, env: dict) -> subprocess.CompletedP
 def test_zip_holds_what_grading_needs_and_a_fresh_secret(built_zip, course_zip, rubric, tmp_path):
     """Part 1's zip: the scripts, the grader, the pins, part 1's rubric, solutions and staff tests (what zip_entries gives,
     test_a_zip_of_some_parts_grades_... says what that is), a secret; built again, only the secret changes."""
-    part1 = select_components(rubric, ["1"])
+    part1 = rubric.select(["1"])
     with zipfile.ZipFile(built_zip) as zf:
         infos = {i.filename: i for i in zf.infolist()}
         content = {name: zf.read(name) for name in infos}
@@ -333,7 +334,7 @@ def test_a_part_zip_grades_its_part_only(setup, env, rubric, required):
     """Part 1's assignment on a part 1 submission (the n-grams right, backprop a syntax error) that holds part 2's lstm.py
     too: every case of part 1 and no other, each numbered as in the course, out of part 1's points; lstm.py ignored."""
     root, _ = setup
-    part1 = select_components(rubric, ["1"])
+    part1 = rubric.select(["1"])
     shutil.rmtree(root / "submission", ignore_errors=True)
     (root / "submission").mkdir()
     shutil.copy(SOLUTIONS / "ngram.py", root / "submission")

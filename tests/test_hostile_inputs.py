@@ -24,8 +24,9 @@ from rich.console import Console
 from autograder.batch.inputs import MAX_FIELD, ExportError, read_batch
 from autograder.cli import Terminal, batch_progress, print_account
 from autograder.report import MAX_IGNORED_LISTED, account_lines
-from autograder.submission import (MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES, MAX_ZIP_BYTES, NotebookError, SubmissionError,
-                                   notebook_code, open_submission)
+from autograder.submission import open_submission
+from autograder.submission.notebooks import NotebookError, notebook_code
+from autograder.submission.reading import MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES, MAX_ZIP_BYTES, SubmissionError
 
 NGRAM = (SOLUTIONS / "ngram.py").read_text()
 RNN = (SOLUTIONS / "rnn.py").read_bytes()

@@ -16,7 +16,8 @@ from conftest import SOLUTIONS
 from test_batch import grade_all, small_rubric
 
 from autograder.batch.inputs import ExportError, read_batch
-from autograder.submission import SubmissionError, open_submission, read_within
+from autograder.submission import open_submission
+from autograder.submission.reading import SubmissionError, read_within
 
 SECRET = "TOP-SECRET 7c1f: the first line of a file only root may read"
 OUTSIDE = "is a link to something outside the submission: not followed (submit the files themselves, not links to them)"

@@ -11,7 +11,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from autograder.notebook_check import stale_definitions
 from autograder.release import rules_text
 from autograder.release.notebooks import Handout, render_notebook, write_notebook
-from autograder.submission import CHECK_TAG, MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES, NotebookError, SubmissionError, notebook_code, open_submission
+from autograder.submission import open_submission
+from autograder.submission.notebooks import CHECK_TAG, NotebookError, notebook_code
+from autograder.submission.reading import MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES, SubmissionError
 
 
 def ngram_notebook(folder: Path, source: Path) -> Path:

@@ -72,8 +72,9 @@ def graded(tmp_path_factory):
     config = two_part_rubric(tmp_path)
     folder, ids, given = make_class(tmp_path, config)
     out = tmp_path / "out"
+    # both parts, named: the class submitted part 1's files only, which alone would grade part 1 (plan.graded_part)
     done = subprocess.run([sys.executable, "-m", "autograder", "grade-all", str(folder), "--out", str(out), "--jobs", "2",
-                           "--config", str(config)], capture_output=True, text=True, timeout=600)
+                           "--config", str(config), "--part", "1", "--part", "2"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return config, out, ids, given
 

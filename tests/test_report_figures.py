@@ -112,7 +112,8 @@ def _data(rubric, people, graded) -> dict:
     return {"header": figures.header(rubric, {}, people, "now"), "students": people, "scores": figures.scores(rubric, people),
             "cases": figures.cases(rubric, people, graded), "mistakes": figures.mistakes(rubric, people, graded),
             "failure_groups": figures.failure_groups(people), "timing": figures.timing(rubric, people),
-            "ran_badly": figures.ran_badly(people), "operations": figures.operations(people, graded),
+            "ran_badly": figures.ran_badly(people), "does_not_import": figures.does_not_import(people),
+            "operations": figures.operations(people, graded),
             "similarity": {"threshold": 0.8, "pairs": [], "groups": []}}
 
 

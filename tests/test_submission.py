@@ -9,7 +9,9 @@ from conftest import ROOT, SOLUTIONS, isolation, with_staff_tests
 from autograder.rubric import load_rubric
 from autograder.release.notebooks import Handout, render_notebook
 from autograder.runner import grade
-from autograder.submission import FILE_ORDER, MAX_FILE_BYTES, SubmissionError, open_submission, untouched_starter
+from autograder.submission import open_submission, untouched_starter
+from autograder.submission.names import FILE_ORDER
+from autograder.submission.reading import MAX_FILE_BYTES, SubmissionError
 
 
 def test_folder_zip_nested_and_single_file(tmp_path):

@@ -37,7 +37,7 @@ from ..cases import TIMING
 from ..rubric import Rubric
 from ..runner import merged
 from ..sandbox.host import scratch
-from ..submission import read_within, walk
+from ..submission.reading import read_within, walk
 from .jobs import Jobs, Setup, Task, failure
 from .journal import GRADER
 

@@ -11,7 +11,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from ..report import failures_first, neighbours, numbered
+from ..report import PRINTED, failures_first, neighbours, numbered
 from ..rubric import Rubric
 from .inert import csv_text, md_fence, md_text
 from .inputs import Entry, Submitter
@@ -41,18 +41,6 @@ def write_atomically(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
         f.write(text)
     os.replace(tmp, path)
-
-
-def points(rubric: Rubric, results: dict) -> tuple[dict[str, float], dict[str, float]]:
-    """Points per component and per part from results.json's tests (each tagged with its component)."""
-    per_component = {c.id: 0.0 for c in rubric.components}
-    for test in results.get("tests", []):
-        if test.get("tags") and test["tags"][0] in per_component:
-            per_component[test["tags"][0]] += float(test.get("score", 0.0))
-    per_part: dict[str, float] = {}
-    for c in rubric.components:
-        per_part[c.part] = per_part.get(c.part, 0.0) + per_component[c.id]
-    return per_component, per_part
 
 
 def component_max(component) -> float:
@@ -105,12 +93,14 @@ def canvas_csv(rubric: Rubric, entries: list[Entry], rows: dict[str, dict]) -> s
     """The per-student gradebook in the layout Canvas's gradebook import reads (CANVAS), the score under one assignment
     column named for what was graded (the part, when the rubric grades one). Gradescope's sid goes to SIS User ID and the
     email to SIS Login ID; a submission with no submitter listed goes by its id as the name, for the importer to match
-    by hand. A score that is not final (infra_error) is left blank, which Canvas reads as no change."""
+    by hand. A score that is not final (infra_error) is left blank, which Canvas reads as no change. Canvas's import
+    cannot take it as it is (the column is matched by hand): this is canvas.csv only where grade-all is given no
+    gradebook Canvas exported (canvas.py writes it in that one)."""
     parts = _parts(rubric)
     table = [[*CANVAS, parts[0] if len(parts) == 1 else rubric.course]]
     for entry in (e for e in entries if e.id in rows):
         row = rows[entry.id]
-        score = _number(row["score"]) if row["status"] != "infra_error" else ""
+        score = points_text(row["score"]) if row["status"] != "infra_error" else ""
         for person in entry.submitters or (Submitter(name=entry.id),):
             table.append([person.name, "", person.sid, person.email, "", score])
     return csv_text(table)
@@ -127,9 +117,9 @@ def _grade_header(rubric: Rubric) -> list[str]:
 def _grade_fields(rubric: Rubric, row: dict) -> list[str]:
     """A graded row's status, score and maximum, then its points per component and per part (blank unless graded)."""
     graded = row["status"] == "ok"
-    return [row["status"], _number(row["score"]), _number(row["max_score"]),
-            *(_number(row["components"].get(c.id, 0.0)) if graded else "" for c in rubric.components),
-            *(_number(row["parts"].get(p, 0.0)) if graded else "" for p in _parts(rubric))]
+    return [row["status"], points_text(row["score"]), points_text(row["max_score"]),
+            *(points_text(row["components"].get(c.id, 0.0)) if graded else "" for c in rubric.components),
+            *(points_text(row["parts"].get(p, 0.0)) if graded else "" for p in _parts(rubric))]
 
 
 def leaderboard_rows(board: list[str], entries: list[Entry], rows: dict[str, dict]) -> tuple[list[str], list[list]]:
@@ -162,26 +152,53 @@ def leaderboard_csv(columns: list[str], table: list[list]) -> str:
     return csv_text([["rank", "submission_id", "name", *columns], *table])
 
 
-def _number(x: float) -> str:
+def points_text(x: float) -> str:
+    """Points as a gradebook writes them: whole numbers without a decimal point, others to 4 places."""
     return f"{x:.4f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
 
 
 def feedback_md(sid: str, row: dict, results: dict) -> str:
     """What the student may read: results.json's output, which starts with the summary (report.summary_lines), then
     each failed case's name, points and message in the summary's order (hidden cases' messages hold no values),
-    neighbours with one message under one heading. Not graded: why, once. Text not the grader's own words is fenced
-    (md_fence), or in a heading escaped (md_text), so none of it renders."""
-    lines = [f"# Submission {md_text(sid)}", "", f"Score: {_number(row['score'])} / {_number(row['max_score'])}", ""]
+    neighbours with one message under one heading; a file that does not import (import_failure) has its error said
+    once, in the summary, and under its heading only where it happened. Not graded: why, once. Text not the grader's
+    own words is fenced (md_fence), or in a heading escaped (md_text), so none of it renders."""
+    lines = [f"# Submission {md_text(sid)}", "", f"Score: {points_text(row['score'])} / {points_text(row['max_score'])}", ""]
     if not results.get("tests"):
         return "\n".join(lines + ["Not graded:", "", md_fence(row["message"]), ""])
     lines += [md_fence(results["output"]), ""]
+    components = {t["tags"][0] for t in results["tests"]}
+    broken = {c: import_failure([t for t in results["tests"] if t["tags"][0] == c]) for c in components}
     for group in neighbours(failures_first(results["tests"]), lambda t: t["output"]):
         hidden = "" if any(t["visibility"] == "visible" for t in group) else f" (hidden case{'s' * (len(group) > 1)})"
-        points = f"{_number(sum(t['score'] for t in group))} / {_number(sum(t['max_score'] for t in group))}"
+        points = f"{points_text(sum(t['score'] for t in group))} / {points_text(sum(t['max_score'] for t in group))}"
         lines += [f"## {md_text(numbered(group))}{hidden}: {points}", ""]
-        if group[0]["output"]:
-            lines += [md_fence(group[0]["output"]), ""]
+        said, failure = group[0]["output"], broken[group[0]["tags"][0]]
+        first, _, rest = said.partition("\n")
+        if failure and first == failure[1] and failure[1] in results["output"]:  # the summary named the error: once is enough
+            lines += ["Its file does not import (the error is in the summary above), so none of these cases could run.", ""]
+            said = rest
+        if said:
+            lines += [md_fence(said), ""]
     return "\n".join(lines)
+
+
+IMPORT_ERRORS = ("SyntaxError", "IndentationError", "TabError", "ImportError", "ModuleNotFoundError")
+RAISED = "Your code raised "
+
+
+def import_failure(tests: list[dict]) -> tuple[str, str] | None:
+    """Why a component's cases failed, when it is that its file does not import: every case raised one error, a
+    SyntaxError or ImportError (or their kin), or any error at the top level of a file (`in <module>`). Returns the
+    error's name and the line that says it; None otherwise. A case built on a failing part says so before the error
+    (runner._causes_first): the error is read from where it starts."""
+    said = {t.get("output", "").split(PRINTED)[0] for t in tests}
+    said = {s[s.find(RAISED):] if RAISED in s else s for s in said}
+    if len(said) != 1 or any(t.get("extra_data", {}).get("outcome") != "raised" for t in tests):
+        return None
+    first, _, where = said.pop().partition("\n")
+    error = first.removeprefix(RAISED).split(":", 1)[0]
+    return (error, first) if first.startswith(RAISED) and (error in IMPORT_ERRORS or ", in <module>" in where) else None
 
 
 def summary_json(rubric: Rubric, rows: dict[str, dict], record: dict, runs: list[dict]) -> str:

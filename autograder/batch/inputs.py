@@ -32,7 +32,8 @@ from typing import NamedTuple
 
 import yaml
 
-from ..submission import open_file_within, printable, read_within, walk, zip_link, zip_name
+from ..submission.names import printable
+from ..submission.reading import open_file_within, read_within, walk, zip_link, zip_name
 
 METADATA = "submission_metadata.yml"
 SUBMISSION_SUFFIXES = (".zip", ".py", ".ipynb")

@@ -28,7 +28,8 @@ from ..sandbox.host.floor import Floor
 from ..sandbox.host import reaper, scratch
 from ..sandbox.host.proxy import Slot
 from ..sandbox.host.tiers import STUDENT_IDS, isolation_for, weakened_warning
-from ..submission import SubmissionError, open_submission
+from ..submission import open_submission
+from ..submission.reading import SubmissionError
 from ..timing import renew
 
 PR_SET_PDEATHSIG = 1
@@ -39,11 +40,13 @@ STOPS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr
 
 @dataclass(frozen=True)
 class Task:
-    """A submission to grade: all of it (timing None), or only its timing cases (True) or only the others (False)."""
+    """A submission to grade: all of it (timing None), or only its timing cases (True) or only the others (False); of
+    all its components, or of some."""
 
     id: str
     path: Path
     timing: bool | None = None
+    components: tuple[str, ...] | None = None  # these only (a regrade of what changed); None: every one
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,8 @@ def _grade_one(rubric, isolation, setup: Setup, task: Task, reference) -> dict:
             return failure("not_gradable", str(exc))
         try:
             run = grade(rubric, submission, secret=setup.secret, isolation=isolation, lanes=setup.lanes,
-                        machine=setup.timing_lock, timing=task.timing, reference=reference)
+                        machine=setup.timing_lock, timing=task.timing, reference=reference,
+                        component_ids=list(task.components) if task.components else None)
         except Exception as exc:  # the grader's own failure: no points, and the row says so
             traceback.print_exc()
             return failure("infra_error", f"internal error ({type(exc).__name__}); course staff have been told")

@@ -9,30 +9,37 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
+import zipfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from ..rubric import Rubric
-from ..submission import SubmissionError, expected_name, open_submission
-from .gradebook import write_atomically
+from ..sandbox.host import scratch
+from ..submission import open_submission
+from ..submission.names import expected_name
+from ..submission.reading import SubmissionError, walk
+from .gradebook import max_score, write_atomically
 from .inputs import Entry, read_batch
-from .journal import Journal, batch_secret, grading_key, tree_digest
+from .journal import Journal, batch_secret, component_keys
 
 PLAN = "plan.json"
 
 
-def plan_batch(rubric: Rubric, source: Path, out: Path, only: tuple[str, ...], secret_file: Path | None) -> dict:
-    """The plan of grading `source` into `out` (the submissions `only` names, all without it), written to OUT/plan.json."""
+def plan_batch(rubric: Rubric, source: Path, out: Path, only: tuple[str, ...], secret_file: Path | None,
+               parts: tuple[str, ...] = ()) -> dict:
+    """The plan of grading `source` into `out` (the submissions `only` names, all without it; the `parts` named, else
+    the one every submission holds, else all), written to OUT/plan.json."""
     batch = read_batch(source, out / "unpacked")
     entries = batch.selected(only, source)
+    rubric, part_line = graded_part(rubric, entries, parts)
     secret, _ = batch_secret(out, secret_file)  # none yet: nothing was graded, and none is made here
-    key = grading_key(rubric.digest, tree_digest(rubric.solutions_dir), secret) if secret is not None else None
+    keys = component_keys(rubric, secret) if secret is not None else None
     journal = Journal(out / "journal.jsonl")
-    with tempfile.TemporaryDirectory(prefix="autograder-plan-") as scratch:
-        planned = [_planned(rubric, e, Path(scratch) / "submission", journal, key) for e in entries]
+    with scratch.folder("plan") as copies:
+        planned = [_planned(rubric, e, copies / "submission", journal, keys) for e in entries]
     counts = Counter(p["status"] for p in planned)
-    plan = {"source": str(source.resolve()), "kind": batch.kind, "found": len(entries),
+    plan = {"source": str(source.resolve()), "kind": batch.kind, "found": len(entries), "graded": part_line or f"graded: every component of {rubric.path.name}, out of {max_score(rubric):g} points",
             **{status.replace(" ", "_"): counts.get(status, 0) for status in STATUSES},
             "with_problems": sum(bool(p["problems"]) for p in planned), "strays": list(batch.strays), "submissions": planned}
     write_atomically(out / PLAN, json.dumps(plan, indent=2, ensure_ascii=False))
@@ -42,7 +49,7 @@ def plan_batch(rubric: Rubric, source: Path, out: Path, only: tuple[str, ...], s
 STATUSES = ("to grade", "already graded", "not gradable")
 
 
-def _planned(rubric: Rubric, entry: Entry, workdir: Path, journal: Journal, key: str | None) -> dict:
+def _planned(rubric: Rubric, entry: Entry, workdir: Path, journal: Journal, keys: dict[str, str] | None) -> dict:
     line = {"id": entry.id, "submitters": [p.name for p in entry.submitters], "status": "to grade", "graded_from": {},
             "problems": [], **({"note": entry.note} if entry.note else {})}
     if entry.problem:
@@ -53,7 +60,7 @@ def _planned(rubric: Rubric, entry: Entry, workdir: Path, journal: Journal, key:
         return {**line, "status": "not gradable", "reason": str(exc)}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if key is not None and journal.done(entry.id, entry.digest(), key):
+    if keys is not None and not journal.stale(entry.id, entry.digest(), keys):
         line["status"] = "already graded"
     for f in submission.account:
         if f.action == "graded":
@@ -68,10 +75,46 @@ def _planned(rubric: Rubric, entry: Entry, workdir: Path, journal: Journal, key:
     return line
 
 
+def graded_part(rubric: Rubric, entries: list[Entry], parts: tuple[str, ...]) -> tuple[Rubric, str]:
+    """The rubric a batch grades by, and the line that says so: the `parts` asked for (--part); else, where every
+    submission's files (those named like a component file, as open_submission finds them, in any folder) belong to
+    one part, that part; else the whole course ("")."""
+    if not parts:
+        found = set().union(*(_component_files(e.path) for e in entries if not e.problem))
+        held = list(dict.fromkeys(c.part for c in rubric.components if c.file in found))
+        if len(held) != 1 or len(rubric.parts) == 1:
+            return rubric, ""
+        parts, how = (held[0],), f"every submission holds files of {held[0]} only"
+    else:
+        how = "--part"
+    components = rubric.select(parts)
+    graded = replace(rubric, components=components)
+    total = sum(k.points for c in components for k in c.cases)
+    names = " and ".join(dict.fromkeys(c.part for c in components))
+    return graded, f"graded: {names} ({', '.join(c.file for c in components)}), out of {total:g} points ({how})"
+
+
+def _component_files(path: Path) -> set[str]:
+    """The component files a submission holds, by their names alone (a notebook standing for its file)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            names = walk(path)
+        elif path.suffix.lower() == ".zip":
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        else:
+            names = [path.name]
+    except (OSError, zipfile.BadZipFile):
+        return set()
+    named = (expected_name(PurePosixPath(n).name) for n in names)
+    return {n.removesuffix(".ipynb").removesuffix(".py") + ".py" for n in named if n}
+
+
 def plan_lines(plan: dict) -> list[str]:
     """What the terminal shows of a plan: the counts, then each submission that cannot be graded or has a problem."""
     lines = [f"{plan['found']} submissions ({plan['kind']} {plan['source']}): {plan['to_grade']} to grade, "
-             f"{plan['already_graded']} already graded, {plan['not_gradable']} not gradable; {plan['with_problems']} with a problem"]
+             f"{plan['already_graded']} already graded, {plan['not_gradable']} not gradable; {plan['with_problems']} with a problem",
+             plan["graded"]]
     for p in plan["submissions"]:
         if p["status"] == "not gradable":
             lines.append(f"{p['id']}: not gradable: {p['reason']}")

@@ -31,7 +31,7 @@ from ..gradients import fill_parameters, load_reference_weights
 from ..judge import LIKELY
 from ..sandbox.host.process import StudentRaised
 from . import check
-from .common import chi_square_p_value
+from ..chi_square import chi_square_p_value
 from .transformer import PARTS, lm_logits, lm_modules
 
 # A small float64 model: V, context_length, d_model, num_layers, num_heads, d_ff.

@@ -17,7 +17,7 @@ import numpy as np
 from ..diagnose import sample_shows
 from ..judge import type_name
 from . import check
-from .common import chi_square_p_value
+from ..chi_square import chi_square_p_value
 
 FILE = "word2vec.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 

@@ -307,31 +307,6 @@ class BundleError(ReleaseError):
     """The bundle cannot be built; the message says why."""
 
 
-def course_parts(rubric: Rubric) -> list[str]:
-    """The names of the course's parts, in order: part n is the n-th."""
-    return list(dict.fromkeys(c.part for c in rubric.components))
-
-
-def part_numbers(rubric: Rubric, components: list[Component]) -> list[int]:
-    """The numbers of the parts `components` belong to, in order."""
-    names = course_parts(rubric)
-    return [names.index(part) + 1 for part in dict.fromkeys(c.part for c in components)]
-
-
-def select_components(rubric: Rubric, parts: Sequence[str] = ()) -> list[Component]:
-    """Every component, or those of the parts named, each by its number (1, 2...) or its name; in the course's order."""
-    if not parts:
-        return rubric.components
-    names = course_parts(rubric)
-    chosen = set()
-    for part in parts:
-        name = names[int(part) - 1] if part.isdigit() and 0 < int(part) <= len(names) else part
-        if name not in names:
-            raise BundleError(f"no part {part!r}; expected a number from 1 to {len(names)} or one of: " + "; ".join(names))
-        chosen.add(name)
-    return [c for c in rubric.components if c.part in chosen]
-
-
 def check_bundle_target(rubric: Rubric, out: Path, parts: Sequence[str] = ()) -> list[Component]:
     """The components of a bundle of `parts` (none: all) written to `out`, or BundleError: all that can refuse it before
     recording."""
@@ -339,7 +314,7 @@ def check_bundle_target(rubric: Rubric, out: Path, parts: Sequence[str] = ()) ->
         raise BundleError(f"{rubric.path.name} is itself a student bundle; release from the course's rubric")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BundleError(f"{out} already exists and is not an empty folder; choose a new one")
-    components = select_components(rubric, parts)
+    components = rubric.select(parts)
     stale = stale_rules(rubric)  # the handouts and starter docstrings state the rules of this rubric, as released
     if stale:
         raise BundleError(f"the rules in {', '.join(stale)} are out of date with {rubric.path.name}; run `autograder release` first")

@@ -21,7 +21,7 @@ import yaml
 
 from ..rubric import Case, Component, Rubric
 from . import PROJECT, ReleaseError, package_files
-from .bundle import cut_rubric, cut_staff_tests, part_numbers
+from .bundle import cut_rubric, cut_staff_tests
 
 TEMPLATES = Path(__file__).with_name("gradescope")
 SCRIPTS = ("setup.sh", "run_autograder")
@@ -37,7 +37,7 @@ def zip_name(rubric: Rubric, components: list[Component]) -> str:
     """The zip's default name: autograder.zip for the whole course, autograder-part1.zip for part 1 (-part1-part3 for two)."""
     if components == rubric.components:
         return "autograder.zip"
-    return "autograder" + "".join(f"-part{n}" for n in part_numbers(rubric, components)) + ".zip"
+    return "autograder" + "".join(f"-part{n}" for n in rubric.part_numbers(components)) + ".zip"
 
 
 def zip_entries(rubric: Rubric, components: list[Component]) -> dict[str, bytes]:

@@ -5,7 +5,7 @@ elsewhere), the handout, then the starter code, one cell per top-level function
 or class, then a cell that checks the notebook (autograder/notebook_check.py).
 It is named like the file (attention.ipynb), so it can be submitted in place of
 attention.py: the grader takes its code cells, less the two it added, which are
-tagged CHECK_TAG (autograder/submission.py). The notebooks sit in the
+tagged CHECK_TAG (autograder/submission/notebooks.py). The notebooks sit in the
 `notebooks/` folder of the student bundle, whose root holds the `autograder`
 package.
 """
@@ -19,7 +19,8 @@ from typing import NamedTuple
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from ..submission import CHECK_TAG, notebook_name
+from ..submission.names import notebook_name
+from ..submission.notebooks import CHECK_TAG
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 KERNEL = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},

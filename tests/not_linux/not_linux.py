@@ -7,8 +7,8 @@ still do what their platform needs: on Windows, subprocess has its own code, not
 here uses nothing of Linux's on its own path. Each refusal is logged (one line to $NOT_LINUX_LOG): the sandbox's
 probe (tiers.sandbox_missing) must be refused, and nothing else may be.
 
-README.md ("Portability") lists the same names with how the portable path does without each; tests/test_portable.py
-holds the two lists equal.
+docs/architecture.md ("Portability") lists the same names with how the portable path does without each;
+tests/test_bundle.py holds the two lists equal.
 """
 import builtins
 import functools

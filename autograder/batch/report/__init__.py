@@ -1,8 +1,8 @@
 """The class report: what course staff learn from a finished batch, as `report.html` (one self-contained page: the
 class at a glance, whom to look at, what to re-teach, similarity, and a page per submission) and `report.json` (the
 same figures as data). Built from the batch folder alone: grades.csv, each submission's results.json, summary.json,
-and the submissions themselves for the similarity section. figures.py computes, similarity.py compares code,
-plots.py draws, page.py writes the page."""
+and the submissions themselves for the similarity section; the grades its last regrade changed where summary.json
+holds them. figures.py computes, similarity.py compares code, plots.py draws, page.py writes the page."""
 from __future__ import annotations
 
 import json
@@ -35,6 +35,8 @@ def build_report(out: Path, rubric: Rubric, threshold: float = DEFAULT_THRESHOLD
         "failure_groups": figures.failure_groups(people),
         "timing": figures.timing(rubric, people),
         "ran_badly": figures.ran_badly(people),
+        "does_not_import": figures.does_not_import(people),
+        "changes": figures.changes(summary),
         "operations": figures.operations(people, results),
         "similarity": similarity(rubric, summary, out, threshold),
     }

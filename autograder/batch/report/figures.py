@@ -15,7 +15,7 @@ from ...mutants import EVIDENCE
 from ...report import PRINTED, cause, failures_first
 from ...rubric import Rubric, read_yaml
 from ...verify import CATALOG, Mistake, MistakesError
-from ..gradebook import STATUSES, component_max, max_score
+from ..gradebook import STATUSES, component_max, import_failure, max_score
 
 LIKELY = re.compile(re.escape(judge.LIKELY) + r"(.+?)\.(?:\s|$)")
 NOT_SUBMITTED = "not_submitted"
@@ -65,17 +65,22 @@ def _outcome(test: dict) -> str:
 
 
 def _component(component, tests: list[dict], graded: bool) -> dict:
-    """A component's cell: its points, or why it has none (not graded; not submitted: every case says so)."""
+    """A component's cell: its points, or why it has none (not graded; not submitted: every case says so), and where
+    its file does not import, the error that stopped it (gradebook.import_failure)."""
     if not graded or not tests:
         return {"state": "not_graded", "score": None, "max": component_max(component)}
     if all(_outcome(t) == NOT_SUBMITTED for t in tests):
         return {"state": NOT_SUBMITTED, "score": 0.0, "max": component_max(component)}
-    return {"state": "graded", "score": sum(float(t["score"]) for t in tests), "max": component_max(component)}
+    cell = {"state": "graded", "score": sum(float(t["score"]) for t in tests), "max": component_max(component)}
+    failure = import_failure(tests)
+    return {**cell, "does_not_import": {"error": failure[0], "message": failure[1], "cases": len(tests)}} if failure else cell
 
 
 def _reason(row: dict, results: dict) -> str:
-    """Why a submission was not graded: the first line the grader wrote for it, else what its status means."""
-    said = results.get("output", "").strip().split("\n", 1)[0]
+    """Why a submission was not graded: the first line the grader wrote for it (with the lines it announces, where it
+    ends in a colon: "Found: README.txt: ignored"), else what its status means."""
+    lines = results.get("output", "").strip().split("\n")
+    said = " ".join(line.strip() for line in lines) if lines[0].endswith(":") else lines[0]
     return said[:300] or STATUSES.get(row["status"], row["status"])
 
 
@@ -198,10 +203,46 @@ def timing(rubric: Rubric, people: list[dict]) -> dict:
 
 
 def ran_badly(people: list[dict]) -> list[dict]:
-    """Cases that timed out or crashed in graded submissions (the student's code), and cases the grader itself failed
-    on (never the student's doing: a rerun grades them again)."""
-    return [{"submission": p["submission"], "number": f["number"], "case": f["name"], "outcome": f["outcome"],
-             "cause": f["cause"]} for p in people for f in p["failed"] if f["outcome"] in (*STUDENT_FAULTS, "infra_error")]
+    """One row per graded submission with cases that timed out or crashed (the student's code), or that the grader
+    itself failed on (never the student's doing: a rerun grades them again): how many, and per component and outcome
+    those cases, the first of them and its cause (one hang fails a component's every later case)."""
+    out = []
+    for p in people:
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for f in p["failed"]:
+            if f["outcome"] in (*STUDENT_FAULTS, "infra_error"):
+                groups.setdefault((f["component"], f["outcome"]), []).append(f)
+        if groups:
+            out.append({"submission": p["submission"], "cases": sum(map(len, groups.values())),
+                        "groups": [{"component": c, "outcome": o, "cases": [f["number"] for f in fs], "first": fs[0]["number"],
+                                    "first_case": fs[0]["name"], "cause": fs[0]["cause"]} for (c, o), fs in groups.items()]})
+    return out
+
+
+def does_not_import(people: list[dict]) -> list[dict]:
+    """One row per graded submission with a file that does not import (a syntax or import error): each such
+    component, its error and how many cases it failed."""
+    return [{"submission": p["submission"], "components": {c: v["does_not_import"] for c, v in p["components"].items()
+                                                          if "does_not_import" in v}}
+            for p in people if any("does_not_import" in v for v in p["components"].values())]
+
+
+def changes(summary: dict) -> dict | None:
+    """The grades the batch's last regrade changed (summary.json's "changes", where the run wrote one): when it ran,
+    and per submission who, the old and new score and the cases that changed ("[ngram] case: 3 -> 5")."""
+    found = summary.get("changes")
+    if not isinstance(found, dict):
+        return None
+    rows = [{"submission": str(s.get("id", "")), "names": _names(s.get("names")),
+             **{k: s[k] if isinstance(s.get(k), (int, float)) else None for k in ("old", "new", "delta")},
+             "cases": [str(c) for c in s.get("cases") or []]}
+            for s in found.get("submissions") or [] if isinstance(s, dict)]
+    return {"run": _when(str(found.get("run", ""))), "submissions": rows}
+
+
+def _names(names) -> list[str]:
+    """A submission's names as a list, whether summary.json holds them joined by "; " or listed."""
+    return [n for n in (names.split("; ") if isinstance(names, str) else names or []) if n]
 
 
 def operations(people: list[dict], results: dict[str, dict]) -> dict:

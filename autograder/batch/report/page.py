@@ -10,16 +10,35 @@ import re
 from importlib.resources import files
 from urllib.parse import quote
 
+from ...report import numbered
+from ..gradebook import STATUSES
 from . import plots
 from .figures import case_key
 
 HEATMAP_BLOCKS = 5  # columns of submissions the heat map is laid out in, side by side: 300 fit on a 1400 x 900 screen
-SHORT = {"not_gradable": "unread", "infra_error": "rerun"}  # a status in the heat map's total column (its title says it whole)
+SHORT = {"not_gradable": "unread", "infra_error": "rerun"}  # a status in the heat map's total column (its legend says it whole)
+# What happened to a failed case (results.json's outcome), in words a TA reads without the grader's vocabulary.
+OUTCOMES = {
+    "wrong": "wrong answer",
+    "raised": "raised an error",
+    "not_implemented": "not implemented yet (raised NotImplementedError)",
+    "forbidden": "used what the component forbids",
+    "timeout": "timed out",
+    "crashed": "crashed the process running it",
+    "bad_reply": "returned something the grader cannot accept",
+    "refused": "refused before any of it ran (the file uses a back door)",
+    "infra_error": "the grader failed (not the student's doing; a rerun grades it again)",
+    "skipped": "skipped",
+    "not_submitted": "not submitted",
+}
+LISTED = 12  # submissions named in one line of the overview before "and N more"
 ROOMY = 60  # up to this many submissions, the heat map's rows are tall enough to read at a glance
 LOWEST = (5, 30)  # "lowest scores" lists a tenth of the graded, at least and at most these many
 PAIRS_LISTED = 100  # pairs of submissions listed (report.json lists all)
 PARTNERS_LISTED = 10  # the closest submissions listed on a submission's page
 NAMES_LISTED = 12  # submissions named in a Mistakes row before "and N more"
+PAIR_COLUMNS = ["closeness", "submission", "and submission", "exact copy", "files (share of each side found in the other)",
+                "code"]
 
 
 class Html(str):
@@ -67,6 +86,27 @@ def number(x) -> str:
     return "" if x is None else f"{x:g}"
 
 
+def ratio(r: float) -> Html:
+    """A timing ratio (student time / reference time) that says which way is faster: "0.52x the reference's time (1.9x
+    faster)"."""
+    how = "as fast" if round(r, 2) == 1 else "slower" if r > 1 else f"{1 / r:.2g}x faster" if r > 0 else "faster"
+    return Html(esc(f"{r:.2g}x the reference's time ({how})"), r)
+
+
+def meaning(status: str) -> str:
+    """What a submission's status means (gradebook.STATUSES)."""
+    return STATUSES.get(status, "a status this report does not know")
+
+
+def status_words(status: str) -> str:
+    """A submission's status as a person reads it, with what it means: "not gradable: nothing readable was ..."."""
+    return "graded" if status == "ok" else f"{status.replace('_', ' ')}: {meaning(status)}"
+
+
+def outcome_words(outcome: str) -> str:
+    return OUTCOMES.get(outcome, outcome.replace("_", " "))
+
+
 class Page:
     """The page of one report's data; `people` by submission id."""
 
@@ -91,9 +131,13 @@ class Page:
     def render(self) -> str:
         style = (files(__package__) / "page.css").read_text()
         script = (files(__package__) / "page.js").read_text()
-        sections = [self.overview(), self.look(), self.reteach(), self.similarity(), self.operations()]
-        nav = ('<nav><a href="#overview">Overview</a><a href="#look">Whom to look at</a><a href="#reteach">What to re-teach</a>'
-               '<a href="#similarity">Similarity</a><a href="#operations">Operations</a></nav>')
+        changed = self.data.get("changes")
+        sections = [self.overview(), self.look(), *([self.changes()] if changed else []), self.reteach(), self.similarity(),
+                    self.operations()]
+        nav = ('<nav><a href="#overview">Overview</a><a href="#look">Whom to look at</a>'
+               + ('<a href="#changes">What changed</a>' if changed else "")
+               + '<a href="#reteach">What to re-teach</a><a href="#similarity">Similarity</a>'
+               '<a href="#operations">Operations</a></nav>')
         students = "".join(self.student(p) for p in self.data["students"])
         return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{esc(self.data['header']['course'])}: class report</title>"
                 f"<style>{style}</style></head><body>{self.header()}{nav}<div id=classview>{''.join(sections)}</div>"
@@ -103,14 +147,14 @@ class Page:
 
     def header(self) -> str:
         h = self.data["header"]
-        statuses = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(h["statuses"].items(), key=lambda kv: -kv[1]))
+        statuses = "; ".join(f"{n} {status_words(s)}" for s, n in sorted(h["statuses"].items(), key=lambda kv: -kv[1]))
         rubric = h["rubric"]
         return (f"<h1>{esc(h['course'])}: class report</h1>"
-                f"<p class=header>{h['submissions']} submissions ({statuses}) of {esc(h['source'] or 'an unknown source')}, "
+                f"<p class=header>{h['submissions']} submissions of {esc(h['source'] or 'an unknown source')}, "
                 f"graded {esc(h['graded_at'] or 'at an unknown time')} against {esc(rubric.get('path', ''))} "
                 f"(sha256 {esc(rubric.get('sha256', '')[:12])}) by grader {esc(h['grader_version'])}; this report written "
-                f"{esc(h['generated'])}. Scores and cases count the {h['graded']} graded submissions; a component's, "
-                "those of them that submitted it (the number is given with each).</p>")
+                f"{esc(h['generated'])}: {esc(statuses)}. Scores and cases count the {h['graded']} graded submissions; a "
+                "component's, those of them that submitted it (the number is given with each).</p>")
 
     def overview(self) -> str:
         people = sorted(self.data["students"], key=_weakest_first)
@@ -123,30 +167,51 @@ class Page:
                           for i in range(blocks))
         legend = ("<div class=legend><span><i class=q10></i>full marks</span><span><i class=q7></i>70%</span>"
                   "<span><i class=q4></i>40%</span><span><i class=q0></i>none</span><span><i class=ns></i>not submitted</span>"
+                  "<span><i class=ni></i>does not import (a syntax or import error)</span>"
                   "<span><i class=ng></i>not graded</span>")
         controls = ('<span>Order: <button data-order="rank" aria-pressed=true>weakest first</button> '
                     '<button data-order="name">by name</button> <label>Find: <input id=filter type=search '
                     'placeholder="name, id or email"></label></span><span>Each row opens that submission\'s page.</span>')
+        shown = {p["status"] for p in people if p["score"] is None}
+        totals = "; ".join(f"{esc(SHORT.get(s, s))}: not graded, as {esc(meaning(s))}" for s in sorted(shown))
+        totals = (f"<p class=legend>Total: the share of the points{', or why there is none: ' + totals if totals else ''}. "
+                  "Hover over a cell for its points or reason.</p>")
         roomy = " roomy" if len(people) <= ROOMY else ""
-        return (f'<section id=overview><h2>Overview</h2>{legend}{controls}</div>'
-                f'<div class="heatmap{roomy}" id=heatmap style="--k:{k}">{columns}</div></section>')
+        return (f'<section id=overview><h2>Overview</h2>{legend}{controls}</div>{totals}'
+                f'<div class="heatmap{roomy}" id=heatmap style="--k:{k}">{columns}</div>{self.broken_line()}</section>')
+
+    def broken_line(self) -> str:
+        """Under the heat map: who has a file that does not import, and its error ("ngram.py: SyntaxError")."""
+        rows = self.data["does_not_import"]
+        if not rows:
+            return ""
+        said = [f"{self.link(r['submission'])} ({esc(_errors(r))})" for r in rows[:LISTED]]
+        more = f" and {len(rows) - LISTED} more" if len(rows) > LISTED else ""
+        return (f"<p>{len(rows)} submission{'s' * (len(rows) != 1)} with a file that does not import (a syntax or import "
+                f"error: none of its cases ran): {', '.join(said)}{more}; see Whom to look at.</p>")
 
     def heat_row(self, p: dict) -> str:
         cells = []
         for cid in self.components:
             c = p["components"][cid]
-            if c["state"] == "graded":
+            if "does_not_import" in c:
+                cells.append(f'<i class="ni" title="{esc(cid)}: {number(c["score"])} / {number(c["max"])}; its file does not '
+                             f'import: {esc(c["does_not_import"]["message"])}"></i>')
+            elif c["state"] == "graded":
                 share = c["score"] / c["max"] if c["max"] else 1.0
                 cells.append(f'<i class="q{math.floor(share * 10 + 1e-9)}" title="{esc(cid)}: {number(c["score"])} / {number(c["max"])}"></i>')
             elif c["state"] == "not_submitted":
                 cells.append(f'<i class="ns" title="{esc(cid)}: not submitted"></i>')
             else:
-                cells.append(f'<i class="ng" title="{esc(cid)}: not graded ({esc(p["status"])})"></i>')
-        total = pct(p["score"] / p["max_score"]) if p["score"] is not None and p["max_score"] else SHORT.get(p["status"], p["status"])
+                cells.append(f'<i class="ng" title="{esc(cid)}: not graded ({esc(p["status"].replace("_", " "))})"></i>')
+        graded = p["score"] is not None
+        total = pct(p["score"] / p["max_score"]) if graded and p["max_score"] else SHORT.get(p["status"], p["status"])
+        why = f"{number(p['score'])} / {number(p['max_score'])}" if graded else f"not graded: {p['reason']}"
         key = " ".join([p["submission"], *p["names"], *p["sids"], *p["emails"]]).lower()
         return (f'<a class=hrow href="#{anchor(p["submission"])}" data-rank="{_weakest_first(p)[0]:.4f}" '
                 f'data-name="{esc(self.who(p["submission"]).lower())}" data-key="{esc(key)}">'
-                f'<span class=n>{esc(self.who(p["submission"]))}</span>{"".join(cells)}<span class=t title="{esc(p["status"])}">{esc(total)}</span></a>')
+                f'<span class=n>{esc(self.who(p["submission"]))}</span>{"".join(cells)}'
+                f'<span class=t title="{esc(why)}">{esc(total)}</span></a>')
 
     # ---- whom to look at --------------------------------------------------------------------------------------
 
@@ -158,19 +223,28 @@ class Page:
                        [[self.link(p["submission"]), number(p["score"]), Html(pct(p["score"] / p["max_score"]), p["score"] / p["max_score"]),
                          _submitted(p), len(p["failed"])]
                         for p in graded[:n]], numeric=(1, 2, 4))
-        not_ok = table(["submission", "status", "why"], [[self.link(x["submission"]), x["status"].replace("_", " "), x["reason"]]
+        not_ok = table(["submission", "status", "why"], [[self.link(x["submission"]), status_words(x["status"]), x["reason"]]
                                                          for x in d["operations"]["not_ok"]])
-        bad = table(["submission", "case", "what happened", "cause"],
-                    [[self.link(x["submission"]), Html(esc(f"{x['number']} {x['case']}"), _case_sort(x["number"])),
-                      "the grader failed (not the student's doing)" if x["outcome"] == "infra_error" else x["outcome"], x["cause"]]
-                     for x in d["ran_badly"]])
+        broken = table(["submission", "cases failed", "files that do not import, and the error"],
+                       [[self.link(x["submission"]), sum(v["cases"] for v in x["components"].values()),
+                         "; ".join(f"{c}: {v['message'].removeprefix('Your code raised ')}" for c, v in x["components"].items())]
+                        for x in d["does_not_import"]], numeric=(1,))
+        bad = table(["submission", "cases", "what happened"],
+                    [[self.link(x["submission"]), x["cases"], "; ".join(map(_ran_badly, x["groups"]))] for x in d["ran_badly"]],
+                    numeric=(1,))
         flag = d["timing"]["thresholds"]["flag_below"]
-        fast = table(["submission", "case", "ratio"], [[self.link(f["submission"]), f["case"], Html(f"{f['ratio']:.3g}", f["ratio"])]
-                                                       for f in d["timing"]["flagged"]], numeric=(2,))
+        flagged: dict[str, list[dict]] = {}
+        for f in d["timing"]["flagged"]:
+            flagged.setdefault(f["submission"], []).append(f)
+        fast = table(["submission", "cases flagged", "time against the reference's"],
+                     [[self.link(sid), len(fs),
+                       Html("; ".join(f"{esc(f['case'])}: {ratio(f['ratio'])}" for f in fs), min(f["ratio"] for f in fs))]
+                      for sid, fs in flagged.items()], numeric=(1,))
         groups = table(["size", "submissions"], [[len(g), self.links(g)] for g in d["similarity"]["groups"]], numeric=(0,))
         return ("<section id=look><h2>Whom to look at</h2><div class=cols>"
                 f"<div><h3>Lowest scores ({n} lowest of {len(graded)} graded)</h3>{lowest}</div>"
                 f"<div><h3>Not graded, and why</h3>{not_ok}</div>"
+                f"<div><h3>Files that do not import (a syntax or import error)</h3>{broken}</div>"
                 f"<div><h3>Cases that timed out or crashed</h3><div class=scroll>{bad}</div></div>"
                 f"<div><h3>Timing flagged as suspiciously fast (under {flag:g}x the reference's time)</h3>{fast}</div>"
                 f"<div><h3>Similarity groups</h3>{groups}</div></div></section>")
@@ -204,7 +278,9 @@ class Page:
         same = table(["failed cases", "submissions", "who"],
                      [[_ranges(g["failed_cases"]), g["count"], self.links(g["submissions"], NAMES_LISTED)] for g in d["failure_groups"][:30]],
                      numeric=(1,))
-        timing = plots.timing(d["timing"]) if d["timing"]["ratios"] else "<p>No timing case graded a submission in this batch.</p>"
+        timing = ("<p>Each timing case's ratios: the student's time over the reference's on the same inputs; under 1x is "
+                  f"faster than the reference, over it slower.</p>{plots.timing(d['timing'])}" if d["timing"]["ratios"]
+                  else "<p>No timing case graded a submission in this batch.</p>")
         return ("<section id=reteach><h2>What to re-teach</h2>"
                 "<h3>Mistakes</h3><p>The likely mistakes the grader named (its hints, and the catalogue's known mistakes "
                 "where no hint names one), each once, with the submissions showing it; the share is of those who "
@@ -220,7 +296,25 @@ class Page:
         rows = [[name, Html(f"{d['n']} of {d['of']}", d["n"]), "" if d["mean"] is None else f"{d['mean']:.1f}",
                  "" if d["median"] is None else f"{d['median']:.1f}".removesuffix(".0"), pct(d["full_marks"]), number(d["max"])]
                 for name, d in [("total", s["total"]), *s["components"].items()]]
-        return table(["", "submitted", "mean", "median", "at full marks", "maximum"], rows, numeric=(2, 3, 4, 5))
+        return table(["score of", "submitted", "mean", "median", "at full marks", "maximum"], rows, numeric=(2, 3, 4, 5))
+
+    # ---- what changed -----------------------------------------------------------------------------------------
+
+    def changes(self) -> str:
+        """What the batch's last regrade changed (summary.json's "changes"): one row per submission, the largest drop
+        first, with the cases that changed."""
+        ch = self.data["changes"]
+        ordered = sorted(ch["submissions"], key=lambda s: (s["delta"] is None, s["delta"] or 0, s["submission"]))
+        rows = [[self.link(s["submission"]) if s["submission"] in self.people else ", ".join(s["names"]) or s["submission"],
+                 number(s["old"]), number(s["new"]), Html("" if s["delta"] is None else f"{s['delta']:+g}", s["delta"]),
+                 Html("<br>".join(esc(c) for c in s["cases"]), len(s["cases"]))] for s in ordered]
+        n = len(rows)
+        run = esc(ch["run"] or "an unknown time")
+        said = (f"The regrade of {run} changed {n} grade{'s' * (n != 1)}, the largest drop first; each case that changed "
+                "is listed with its points before and after." if n else f"The regrade of {run} changed no grade.")
+        listed = table(["submission", "old score", "new score", "change", "cases that changed (points: old -> new)"], rows,
+                       numeric=(1, 2, 3)) if n else ""
+        return f"<section id=changes><h2>What changed</h2><p>{said}</p><div class=scroll>{listed}</div></section>"
 
     # ---- similarity -------------------------------------------------------------------------------------------
 
@@ -233,7 +327,7 @@ class Page:
         if sim.get("note"):
             return f"<section id=similarity><h2>Similarity</h2>{intro}<p>Not computed: {esc(sim['note'])}.</p></section>"
         rows = [[Html(f"{p['closeness']:.0%}", p["closeness"]), self.link(p["a"]), self.link(p["b"]),
-                 Html('<span class=badge>exact copy</span>', 1) if p["exact"] else Html("", 0),
+                 Html('<span class=badge>exact copy</span>', 1) if p["exact"] else Html("no", 0),
                  _shares(p["files"]),
                  Html(f'<a href="#pair-{i}">side by side</a>', 1) if p.get("views") else ""]
                 for i, p in enumerate(pairs[:PAIRS_LISTED])]
@@ -243,7 +337,7 @@ class Page:
         shown_line = (f"<p>The {sim.get('shown', 0)} closest pairs side by side, the matching code marked"
                       + (f"; the other {unshown} are not shown side by side.</p>" if unshown else ".</p>") if pairs else "")
         return (f"<section id=similarity><h2>Similarity</h2>{intro}"
-                f"<div class=scroll>{table(['closeness', 'submission', 'and submission', '', 'files (share of each side found in the other)', ''], rows)}</div>"
+                f"<div class=scroll>{table(PAIR_COLUMNS, rows)}</div>"
                 f"{more}{shown_line}{views}</section>")
 
     def pair_view(self, i: int, p: dict) -> str:
@@ -259,7 +353,9 @@ class Page:
 
     def operations(self) -> str:
         ops = self.data["operations"]
-        statuses = table(["status", "submissions"], sorted(ops["statuses"].items()), numeric=(1,))
+        statuses = table(["status", "submissions", "what it means"],
+                         [[s.replace("_", " "), n, meaning(s)]
+                          for s, n in sorted(ops["statuses"].items())], numeric=(1,))
         return f"<section id=operations><h2>Operations</h2>{statuses}{plots.seconds(ops['seconds']) if ops['seconds'] else ''}</section>"
 
     # ---- a page per submission --------------------------------------------------------------------------------
@@ -268,17 +364,22 @@ class Page:
         sid = p["submission"]
         people = "; ".join(filter(None, [", ".join(p["names"]), ", ".join(p["sids"]), ", ".join(p["emails"])]))
         score = (f"{number(p['score'])} / {number(p['max_score'])} ({pct(p['score'] / p['max_score'])})" if p["score"] is not None
-                 else f"not graded ({esc(p['status'].replace('_', ' '))}): {esc(p['reason'])}")
-        components = table(["component", "points", "of", ""],
+                 else f"not graded: {esc(p['reason'])}")
+        notes = {"graded": "", "not_submitted": "not submitted", "not_graded": "not graded"}
+        components = table(["component", "points", "of", "note"],
                            [[cid, number(c["score"]) if c["state"] == "graded" else "", number(c["max"]),
-                             {"graded": "", "not_submitted": "not submitted", "not_graded": "not graded"}[c["state"]]]
+                             "its file does not import: see the failed cases" if "does_not_import" in c else notes[c["state"]]]
                             for cid, c in p["components"].items()], numeric=(1, 2))
-        failed = table(["case", "what happened", "points", "cause"],
-                       [[Html(esc(f"{f['number']} {f['name']}"), _case_sort(f["number"])), f["outcome"].replace("_", " "),
-                         f"{f['points'][0]:g} / {f['points'][1]:g}", f["cause"]] for f in p["failed"]])
-        timing = table(["case", "ratio", ""], [[t["case"], Html(f"{t['ratio']:.3g}", t["ratio"]), "flagged: suspiciously fast" if t["flagged"] else ""]
-                                               for t in p["timing"]], numeric=(1,))
-        partners = table(["similar to", "closeness", "files", ""],
+        failed = table(["cases", "what happened", "points", "cause"],
+                       [[Html(esc(_cases(g)), _case_sort(g[0]["number"])),
+                         "its file does not import" if "does_not_import" in p["components"][g[0]["component"]]
+                         else outcome_words(g[0]["outcome"]),
+                         f"{sum(f['points'][0] for f in g):g} / {sum(f['points'][1] for f in g):g}", g[0]["cause"]]
+                        for g in _runs(p["failed"])])
+        timing = table(["case", "time against the reference's", "flag"],
+                       [[t["case"], ratio(t["ratio"]), "suspiciously fast" if t["flagged"] else ""] for t in p["timing"]],
+                       numeric=(1,))
+        partners = table(["similar to", "closeness", "files", "code"],
                          [[self.link(other), Html(f"{pair['closeness']:.0%}", pair["closeness"]),
                            "; ".join(f["file"] for f in pair["files"]) + (" (exact copy)" if pair["exact"] else ""),
                            Html(f'<a href="#pair-{i}">side by side</a>') if pair.get("views") else ""]
@@ -363,3 +464,42 @@ def _known_as(mistake: dict) -> str:
         return f"(feedback says: {mistake['mistake']})"
     found = "; ".join(mistake["known_as"])
     return found or ("(not in the catalogue: found by a mutant of the reference)" if mistake["source"] == "mutant" else "")
+
+
+def _errors(row: dict) -> str:
+    """A submission's files that do not import, and their errors: "ngram: SyntaxError, lstm: ImportError"."""
+    return ", ".join(f"{c}: {v['error']}" for c, v in row["components"].items())
+
+
+def _ran_badly(group: dict) -> str:
+    """One component's cases that timed out, crashed or the grader failed on, in a line: "11 lstm cases timed out (an
+    infinite loop, or far too slow), the first 4.1 lstm_step in PyTorch's gate order"."""
+    n, them = len(group["cases"]), "them" if len(group["cases"]) != 1 else "it"
+    cases = f"{n} {group['component']} case{'s' * (n != 1)}"
+    first = (", the first " if n > 1 else ": ") + f"{group['first']} {_bare(group['first_case'])}"
+    if group["outcome"] == "infra_error":
+        return f"{cases}: the grader failed on {them} (not the student's doing; a rerun grades {them} again){first}"
+    if group["outcome"] == "timeout":
+        return f"{cases} timed out (an infinite loop, or far too slow){first}"
+    said = "crashed" if group["outcome"] == "crashed" else outcome_words(group["outcome"])  # its cause says how
+    return f"{cases} {said}{first}: {group['cause']}"
+
+
+def _runs(failed: list[dict]) -> list[list[dict]]:
+    """A submission's failed cases in runs of one component's neighbours with one cause, so that a file that does not
+    import is one row; a hang too, though each case it stopped says so in words of its own."""
+    def key(f: dict) -> tuple:
+        return f["component"], f["outcome"] if f["outcome"] == "timeout" else f["cause"]
+
+    runs: list[list[dict]] = []
+    for f in failed:
+        if runs and key(runs[-1][-1]) == key(f):
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    return runs
+
+
+def _cases(run: list[dict]) -> str:
+    """A run of cases as the feedback says them: "7.4 [transformer] FeedForward", "3.1 to 3.15 (15 cases) [rnn]"."""
+    return numbered([{**f, "tags": [f["component"]]} for f in run])

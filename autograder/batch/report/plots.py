@@ -1,5 +1,6 @@
 """The class report's plots (matplotlib, the `batch` extra), each a PNG inlined as a data URI: grids of small
-multiples that stay readable from 10 submissions to 300."""
+multiples that stay readable from 10 submissions to 300, every panel of a grid on the same axes, so that components
+compare at a glance."""
 from __future__ import annotations
 
 import base64
@@ -34,11 +35,15 @@ def _png(fig, alt: str) -> str:
 
 
 def _grid(count: int, width: float = 2.6, height: float = 1.9):
+    """`count` panels sharing both axes; each bottom panel of its column labels the x axis."""
     columns = min(COLUMNS, count)
     rows = math.ceil(count / columns)
-    fig, axes = _pyplot().subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
+    fig, axes = _pyplot().subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False,
+                                   sharex=True, sharey=True)
     for ax in axes.flat[count:]:
         ax.set_visible(False)
+    for ax in axes.flat[max(0, count - columns):count]:  # above an empty place, a panel is its column's lowest
+        ax.tick_params(labelbottom=True)
     return fig, list(axes.flat[:count])
 
 
@@ -66,17 +71,20 @@ def scores(scores: dict) -> str:
 
 
 def cases(components: list[dict]) -> str:
-    """One panel per component anyone submitted: each case's pass rate against its discrimination, zoomed to where its
-    cases lie, jittered where points coincide; its hardest cases labelled, neighbouring labels merged into one."""
+    """One panel per component anyone submitted: each case's pass rate against its discrimination, every panel zoomed
+    to where all components' cases lie, jittered where points coincide; its hardest cases labelled, neighbouring labels
+    merged into one."""
     shown = [c for c in components if c["cases"] and c["submitted"]]
     if not shown:
         return ""
     fig, axes = _grid(len(shown), width=3.0, height=2.4)
     rng = np.random.default_rng(0)  # the same picture every time the report is written
+    rates = [r["pass_rate"] for c in shown for r in c["cases"]]
+    spread = [r["discrimination"] for c in shown for r in c["cases"]]
+    left, bottom, top = min(min(rates) - 0.05, 0.9), min(min(spread) - 0.1, -0.1), max(max(spread) + 0.1, 0.1)  # every panel's
     for ax, c in zip(axes, shown):
         x = np.array([r["pass_rate"] for r in c["cases"]])
         y = np.array([r["discrimination"] for r in c["cases"]])
-        left, bottom, top = min(x.min() - 0.05, 0.9), min(y.min() - 0.1, -0.1), max(y.max() + 0.1, 0.1)
         ax.scatter(x + rng.uniform(-JITTER, JITTER, len(x)) * (1.02 - left), y + rng.uniform(-JITTER, JITTER, len(y)) * (top - bottom),
                    s=12, alpha=0.6, color="0.2")
         ax.axhline(0, color="0.6", linewidth=0.8)
@@ -105,18 +113,20 @@ def _label(ax, cases: list[dict], span: tuple[float, float]) -> None:
 
 
 def timing(timing: dict) -> str:
-    """Each timing case: the ratios, log scale, against the policy's thresholds."""
+    """Each timing case: the ratios, log scale, against the policy's thresholds; every panel has the same bins."""
     ratios, thresholds = timing["ratios"], timing["thresholds"]
     fig, axes = _grid(len(ratios), width=3.2)
+    every = [v for values in ratios.values() for v in values]
+    low, high = min(every + [thresholds["flag_below"]]), max(every + [thresholds["zero_at"]])
+    bins = np.geomspace(low * 0.9, high * 1.1, 25)
     for ax, (name, values) in zip(axes, ratios.items()):
-        low, high = min(values + [thresholds["flag_below"]]), max(values + [thresholds["zero_at"]])
-        ax.hist(values, bins=np.geomspace(low * 0.9, high * 1.1, 25), color="0.55", edgecolor="white")
+        ax.hist(values, bins=bins, color="0.55", edgecolor="white")
         for key, style in (("flag_below", ":"), ("full_until", "--"), ("zero_at", "-.")):
             ax.axvline(thresholds[key], color="black", linestyle=style, linewidth=1, label=f"{key.replace('_', ' ')} {thresholds[key]:g}x")
         ax.set_xscale("log")
         ax.set_title(name, fontsize=8)
         ax.tick_params(labelsize=7)
-    axes[0].set_xlabel("student time / reference time", fontsize=8)
+    axes[0].set_xlabel("student time / reference time (left of 1: faster)", fontsize=8)
     axes[0].set_ylabel("submissions", fontsize=8)
     axes[0].legend(fontsize=6)
     fig.tight_layout()

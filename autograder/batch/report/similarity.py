@@ -34,7 +34,8 @@ import numpy as np
 
 from ...rubric import Rubric
 from ...sandbox.host import scratch
-from ...submission import SubmissionError, open_submission
+from ...submission import open_submission
+from ...submission.reading import SubmissionError
 from ..inputs import ExportError, read_batch
 
 SIMILARITY_K, SIMILARITY_WINDOW = 25, 1  # copydetect's noise threshold (tokens) and winnowing window: 1, every k-gram,
