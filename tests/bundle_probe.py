@@ -2,12 +2,13 @@
 that returns the solution's result (tests/test_bundle.py). Run as a script, as an unprivileged user when
 started by root, from a scratch folder:
 
-    python -I tests/bundle_probe.py BUNDLE INPUTS OUT
+    python -I tests/bundle_probe.py BUNDLE INPUTS OUT [FILES]
 
 INPUTS is a torch.save'd list of recorded solution calls: (solution function, args, kwargs, result), with
 modules turned into plain data (`as_data`). Each bundle function runs in a forked child with a time limit,
 so whatever it does to its process (a seccomp filter, a patched torch, a killed process group) is undone
-for the next. OUT gets a JSON list of [bundle function, solution function] matches.
+for the next. OUT gets a JSON list of [bundle function, solution function] matches. FILES, a glob inside BUNDLE, probes
+those files only (default: every .py file).
 """
 from __future__ import annotations
 
@@ -118,11 +119,12 @@ def same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def bundle_functions(bundle: Path) -> dict[str, object]:
-    """Every function defined in a Python file of the bundle, module-level or in a class, by qualified name."""
+def bundle_functions(bundle: Path, files: str) -> dict[str, object]:
+    """Every function defined in a Python file of the bundle that `files` (a glob) names, module-level or in a class, by
+    qualified name."""
     sys.path.insert(0, str(bundle))
     found = {}
-    for path in sorted(p for p in bundle.rglob("*.py") if p.name != "__main__.py"):  # a __main__ runs a program on import
+    for path in sorted(p for p in bundle.glob(files) if p.name != "__main__.py"):  # a __main__ runs a program on import
         relative = path.relative_to(bundle).with_suffix("")
         name = ".".join(relative.parts).removesuffix(".__init__")
         try:
@@ -189,11 +191,11 @@ def unprivileged() -> None:
         os.setresuid(NOBODY, NOBODY, NOBODY)
 
 
-def probe(bundle: Path, recorded: list) -> list[list[str]]:
+def probe(bundle: Path, recorded: list, files: str = "**/*.py") -> list[list[str]]:
     torch.set_num_threads(1)  # so that forked children hold no thread pool
     recorded = [r for r in recorded if nontrivial(r[3])]
     found = []
-    for name, fn in bundle_functions(bundle).items():
+    for name, fn in bundle_functions(bundle, files).items():
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -227,4 +229,4 @@ def _lines(read: int, pid: int) -> list[str]:
 
 if __name__ == "__main__":
     bundle, inputs, out = (Path(a) for a in sys.argv[1:4])
-    Path(out).write_text(json.dumps(probe(bundle, torch.load(inputs, weights_only=False))))
+    Path(out).write_text(json.dumps(probe(bundle, torch.load(inputs, weights_only=False), *sys.argv[4:5])))
