@@ -124,6 +124,9 @@ def test_a_changed_key_regrades_that_component_only_and_an_older_line_everything
     assert journal.current("1", "c", {"ngram": "k1 fixed", "backprop": "k2"}) is None
     assert journal.current("1", "c", {"ngram": "k1"})["status"] == "ok"  # a batch of one part: its components' keys
     assert journal.stale("2", "c", {"ngram": "k1"}) == ["ngram"]
+    journal.record({"id": "3", "content": "c", "keys": {"ngram": "k1", "backprop": "k2"}, "status": "timeout"})
+    assert journal.stale("3", "c", {"ngram": "k1", "backprop": "k2"}) == []  # stopped: done, as before
+    assert journal.stale("3", "c", {"ngram": "k1 fixed", "backprop": "k2"}) == ["ngram", "backprop"]  # no backprop results to keep
 
 
 def test_a_grading_the_grader_failed_is_in_the_gradebook_and_graded_again_on_resume(tmp_path):

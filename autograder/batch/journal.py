@@ -103,13 +103,16 @@ class Journal:
                     self.latest[entry["id"]] = entry
 
     def stale(self, sid: str, content: str, keys: dict[str, str]) -> list[str]:
-        """The components of `keys` the submission needs graded: all where its latest line graded other contents, or is
-        the grader's own failure (infra_error, graded again) or a line of an older grader (no keys); else those whose
-        key differs."""
+        """The components of `keys` the submission needs graded: those whose key differs from its latest line's; all where
+        that line graded other contents, is a line of an older grader (no keys), the grader's own failure (infra_error),
+        or a grading with nothing to keep (not gradable, timed out, crashed) that a key change makes stale."""
         entry = self.latest.get(sid)
-        if not entry or entry.get("content") != content or entry.get("status") == "infra_error" or not isinstance(entry.get("keys"), dict):
+        if not entry or entry.get("content") != content or not isinstance(entry.get("keys"), dict):
             return list(keys)
-        return [cid for cid, key in keys.items() if entry["keys"].get(cid) != key]
+        stale = [cid for cid, key in keys.items() if entry["keys"].get(cid) != key]
+        if entry.get("status") == "infra_error" or (stale and entry.get("status") != "ok"):
+            return list(keys)  # the grader's failure, or no whole grading to keep (not gradable, timed out, crashed)
+        return stale
 
     def current(self, sid: str, content: str, keys: dict[str, str]) -> dict | None:
         """The submission's latest line, when it graded these contents with these keys: its row in the gradebook (an
