@@ -24,6 +24,7 @@ from autograder import cli
 from autograder.batch.gradebook import CANVAS, GROUP_CELL, canvas_csv, grades_csv, student_grades_csv
 from autograder.batch.inputs import Entry, ExportError, read_batch
 from autograder.batch.journal import Journal
+from autograder.batch.regrade import kept_components
 from autograder.cli import INTERRUPTED, SIGNALLED, Terminal, batch_progress, main
 from autograder.rubric import load_rubric
 
@@ -127,6 +128,16 @@ def test_a_changed_key_regrades_that_component_only_and_an_older_line_everything
     journal.record({"id": "3", "content": "c", "keys": {"ngram": "k1", "backprop": "k2"}, "status": "timeout"})
     assert journal.stale("3", "c", {"ngram": "k1", "backprop": "k2"}) == []  # stopped: done, as before
     assert journal.stale("3", "c", {"ngram": "k1 fixed", "backprop": "k2"}) == ["ngram", "backprop"]  # no backprop results to keep
+
+
+def test_a_regrade_keeps_the_other_components_results_only_of_the_same_files_graded_whole():
+    latest = {"content": "c", "keys": {"ngram": "k1", "rnn": "k3"}, "status": "ok"}
+    old, ran = {"tests": [{"name": "[ngram] a"}]}, {"run": object()}
+    assert kept_components(latest, "c", old, {"ngram"}, ran) == {"rnn"}  # a part regraded: the other part's results stay
+    assert kept_components(latest, "resubmitted", old, {"ngram"}, ran) == set()  # other files: nothing of before is theirs
+    assert kept_components(latest, "c", {"tests": []}, {"ngram"}, ran) == set()  # stopped before: nothing to keep
+    assert kept_components(latest, "c", old, {"ngram"}, {"status": "timeout", "results": {}}) == set()  # stopped now
+    assert kept_components(None, "c", None, {"ngram"}, ran) == set()
 
 
 def test_a_grading_the_grader_failed_is_in_the_gradebook_and_graded_again_on_resume(tmp_path):

@@ -69,14 +69,19 @@ def finder(path: Path, files: dict[str, tuple[bytes, tuple]]) -> Path:
 
 def zip_r(path: Path, files: dict[str, tuple[bytes, tuple]]) -> Path:
     """`zip -r hw.zip DIR`: a folder entry before its files, Unix modes, names as the file system holds them."""
+    return _write(path, _with_folders(files, unix=True))
+
+
+def _with_folders(files: dict[str, tuple[bytes, tuple]], unix: bool) -> list:
+    """The members of `files`, each folder's entry before its first file, as zip -r and 7-Zip write them."""
     members, folders = [], set()
     for name, (data, when) in files.items():
         for parent in reversed(Path(name).parents[:-1]):
             if parent.as_posix() not in folders:
                 folders.add(parent.as_posix())
-                members.append((_info(f"{parent.as_posix()}/", when, unix=True, folder=True), b""))
-        members.append((_info(name, when, unix=True), data))
-    return _write(path, members)
+                members.append((_info(f"{parent.as_posix()}/", when, unix=unix, folder=True), b""))
+        members.append((_info(name, when, unix=unix), data))
+    return members
 
 
 def explorer(path: Path, files: dict[str, tuple[bytes, tuple]]) -> Path:
@@ -86,14 +91,7 @@ def explorer(path: Path, files: dict[str, tuple[bytes, tuple]]) -> Path:
 
 def seven_zip(path: Path, files: dict[str, tuple[bytes, tuple]]) -> Path:
     """7-Zip on Windows: folder entries with the MS-DOS directory bit, no Unix mode bits."""
-    members, folders = [], set()
-    for name, (data, when) in files.items():
-        for parent in reversed(Path(name).parents[:-1]):
-            if parent.as_posix() not in folders:
-                folders.add(parent.as_posix())
-                members.append((_info(f"{parent.as_posix()}/", when, unix=False, folder=True), b""))
-        members.append((_info(name, when, unix=False), data))
-    return _write(path, members)
+    return _write(path, _with_folders(files, unix=False))
 
 
 def lines(submission) -> list[str]:

@@ -25,7 +25,7 @@ from .inputs import Batch, Entry, ExportError, read_batch
 from .jobs import Jobs, Setup, Task, failure
 from .journal import Journal, batch_secret, component_keys, tree_digest
 from .plan import graded_part
-from .regrade import CHANGES, case_changes, changes_csv, component_points, graded_row
+from .regrade import CHANGES, case_changes, changes_csv, component_points, graded_row, kept_components
 from .report import DEFAULT_THRESHOLD, build_report
 
 __all__ = ["BatchOptions", "ExportError", "build_report", "grade_all"]
@@ -133,20 +133,20 @@ class _Book:
         old = json.loads(path.read_text()) if path.exists() else None
         results = reply["results"] if "results" in reply else results_json(reply["run"], reply["account"])
         graded = set(task.components or self.keys)
-        kept = set(latest.get("keys", {}) if latest else {}) - graded
-        if task.components and old and old.get("tests") and "run" in reply:
+        kept = kept_components(latest, self.contents[sid], old, graded, reply)
+        if kept:
             results = merged_results(old, results, kept, self.order, self.boards)
         write_results(path, results)
         status, message = reply["status"], reply.get("message", "")
         if "run" in reply and reply["run"].grader_failed:  # graded, but not all of it: the grader's failure, to grade again
             status, message = "infra_error", reply["run"].grader_failure_line()
-        keys = {**({c: latest["keys"][c] for c in kept} if kept else {}), **{c: self.keys[c] for c in graded}}
+        keys = {**{c: latest["keys"][c] for c in kept}, **{c: self.keys[c] for c in graded}}
         row = {"id": sid, "content": self.contents[sid], "keys": keys, "status": status, "message": message,
                "score": float(results.get("score", 0.0)), "components": component_points(results),
                "leaderboard": results.get("leaderboard", []), "seconds": round(reply.get("seconds", 0.0), 2), "graded_at": time.time()}
         shown = graded_row(self.rubric, row)
-        if latest and graded_row(self.rubric, latest)["score"] != shown["score"]:
-            was = graded_row(self.rubric, latest)["score"]
+        was = graded_row(self.rubric, latest)["score"] if latest else shown["score"]
+        if was != shown["score"]:
             self.changes.append({"id": sid, "names": "; ".join(p.name for p in self.by_id[sid].submitters), "old": was,
                                  "new": shown["score"], "delta": shown["score"] - was, "cases": case_changes(old, results)})
         write_atomically(self.out / "feedback" / f"{sid}.md", feedback_md(sid, shown, results))

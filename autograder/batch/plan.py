@@ -39,7 +39,8 @@ def plan_batch(rubric: Rubric, source: Path, out: Path, only: tuple[str, ...], s
     with scratch.folder("plan") as copies:
         planned = [_planned(rubric, e, copies / "submission", journal, keys) for e in entries]
     counts = Counter(p["status"] for p in planned)
-    plan = {"source": str(source.resolve()), "kind": batch.kind, "found": len(entries), "graded": part_line or f"graded: every component of {rubric.path.name}, out of {max_score(rubric):g} points",
+    every = f"graded: every component of {rubric.path.name}, out of {max_score(rubric):g} points"
+    plan = {"source": str(source.resolve()), "kind": batch.kind, "found": len(entries), "graded": part_line or every,
             **{status.replace(" ", "_"): counts.get(status, 0) for status in STATUSES},
             "with_problems": sum(bool(p["problems"]) for p in planned), "strays": list(batch.strays), "submissions": planned}
     write_atomically(out / PLAN, json.dumps(plan, indent=2, ensure_ascii=False))
@@ -64,8 +65,7 @@ def _planned(rubric: Rubric, entry: Entry, workdir: Path, journal: Journal, keys
         line["status"] = "already graded"
     for f in submission.account:
         if f.action == "graded":
-            named = expected_name(PurePosixPath(f.path).name) or f.path
-            line["graded_from"][named.removesuffix(".ipynb").removesuffix(".py") + ".py"] = f.path
+            line["graded_from"][_stands_for(f.path)] = f.path
         elif f.action in ("misnamed", "skipped"):
             line["problems"].append(str(f))
     missing = sorted(rubric.files - submission.files - submission.problems.keys())
@@ -87,11 +87,9 @@ def graded_part(rubric: Rubric, entries: list[Entry], parts: tuple[str, ...]) ->
         parts, how = (held[0],), f"every submission holds files of {held[0]} only"
     else:
         how = "--part"
-    components = rubric.select(parts)
-    graded = replace(rubric, components=components)
-    total = sum(k.points for c in components for k in c.cases)
-    names = " and ".join(dict.fromkeys(c.part for c in components))
-    return graded, f"graded: {names} ({', '.join(c.file for c in components)}), out of {total:g} points ({how})"
+    graded = replace(rubric, components=rubric.select(parts))
+    names = " and ".join(dict.fromkeys(c.part for c in graded.components))
+    return graded, f"graded: {names} ({', '.join(c.file for c in graded.components)}), out of {max_score(graded):g} points ({how})"
 
 
 def _component_files(path: Path) -> set[str]:
@@ -106,8 +104,13 @@ def _component_files(path: Path) -> set[str]:
             names = [path.name]
     except (OSError, zipfile.BadZipFile):
         return set()
-    named = (expected_name(PurePosixPath(n).name) for n in names)
-    return {n.removesuffix(".ipynb").removesuffix(".py") + ".py" for n in named if n}
+    return {file for file in map(_stands_for, names) if file}
+
+
+def _stands_for(path: str) -> str | None:
+    """The component file a file of the submission is named as (its notebook standing for it); None for none."""
+    named = expected_name(PurePosixPath(path).name)
+    return named and named.removesuffix(".ipynb").removesuffix(".py") + ".py"
 
 
 def plan_lines(plan: dict) -> list[str]:

@@ -26,6 +26,15 @@ def graded_row(rubric: Rubric, row: dict) -> dict:
     return {**row, "score": sum(points.values()), "max_score": max_score(rubric), "components": points, "parts": parts}
 
 
+def kept_components(latest: dict | None, content: str, old: dict | None, graded: set[str], reply: dict) -> set[str]:
+    """The components whose results a grading keeps from the grading before (`latest`, its journal line; `old`, its
+    results.json): those it graded and this one does not, where it graded the same files, holds their results (it was
+    no failure) and this one graded too. A resubmission keeps nothing: its results are all this grading's."""
+    if not (latest and latest.get("content") == content and old and old.get("tests") and "run" in reply):
+        return set()
+    return set(latest.get("keys", {})) - graded
+
+
 def component_points(results: dict) -> dict[str, float]:
     """results.json's points per component (each test tagged with its component first)."""
     points: dict[str, float] = {}
