@@ -23,11 +23,13 @@ import types
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from .judge import CaseFailed
 from .rounding import Rounded
 from .sandbox.worker import wire
+from .tensors import deferred, is_array, is_tensor
+
+torch = deferred("torch")
 
 
 class Ghost:
@@ -222,8 +224,8 @@ def _exact(value, depth: int = 0):
         return [[_exact(k, depth + 1), _exact(v, depth + 1)] for k, v in value.items()]
     if type(value) in (set, frozenset):
         return sorted(str(_exact(v, depth + 1)) for v in value)
-    if type(value) in (torch.Tensor, torch.nn.Parameter, np.ndarray) or isinstance(value, np.generic):
-        array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+    if is_array(value) or is_tensor(value, subclasses=True) or isinstance(value, np.generic):
+        array = value.detach().cpu().numpy() if is_tensor(value, subclasses=True) else np.asarray(value)
         exact = array.dtype.kind in "biu" and array.size <= 4096
         return [str(array.dtype), list(array.shape), array.tolist() if exact else None]
     if isinstance(value, types.FunctionType):

@@ -15,10 +15,12 @@ import functools
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 
 from .rounding import rounded
 from .sandbox.host.proxy import Remote
+from .tensors import deferred, is_tensor
+
+torch = deferred("torch")
 
 
 def random_like(rng: np.random.Generator, t: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
@@ -39,7 +41,7 @@ def load_reference_weights(t, student_module: Remote, reference_module: torch.nn
     got = t.student.call(student_module.state_dict)
     if not isinstance(got, dict):
         t.fail(f"state_dict() returned {type(got).__name__}; is your model a torch.nn.Module?")
-    shapes = {k: tuple(v.shape) for k, v in got.items() if isinstance(v, torch.Tensor)}
+    shapes = {k: tuple(v.shape) for k, v in got.items() if is_tensor(v, subclasses=True)}
     missing = [k for k in want if k not in shapes]
     extra = [k for k in shapes if k not in want]
     wrong = [f"{k} {shapes[k]} (expected {tuple(want[k].shape)})" for k in want if k in shapes and shapes[k] != tuple(want[k].shape)]
@@ -101,14 +103,14 @@ def _backward(reference_fn, args: list, upstream: list, module, grad_args: tuple
 
 
 def _leaf(value, requires_grad: bool):
-    if isinstance(value, torch.Tensor):
+    if is_tensor(value, subclasses=True):
         return value.detach().clone().requires_grad_(requires_grad)
     return value
 
 
 def _tensors(out) -> list[torch.Tensor]:
     """The tensors of a (nested) tuple/list output, in order."""
-    if isinstance(out, torch.Tensor):
+    if is_tensor(out, subclasses=True):
         return [out]
     if isinstance(out, (tuple, list)):
         return [t for item in out for t in _tensors(item)]
@@ -120,7 +122,7 @@ def _tensors_or_fail(t, got, count: int, outputs: Sequence[str]) -> list[torch.T
         tensors = _tensors(got)
     except TypeError:
         tensors = None
-    if tensors is None or len(tensors) != count or not all(type(x) is torch.Tensor for x in tensors):
+    if tensors is None or len(tensors) != count or not all(is_tensor(x) for x in tensors):
         t.fail(f"Expected the output to hold {count} tensor(s): {', '.join(outputs)}; got {_describe(got)}.")
     return tensors
 
@@ -128,7 +130,7 @@ def _tensors_or_fail(t, got, count: int, outputs: Sequence[str]) -> list[torch.T
 def _describe(value) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of " + ", ".join(_describe(v) for v in value)
-    if isinstance(value, torch.Tensor):
+    if is_tensor(value, subclasses=True):
         return f"tensor{tuple(value.shape)}"
     return type(value).__name__
 

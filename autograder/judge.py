@@ -24,6 +24,7 @@ from .outcome import Ended
 from .rounding import Rounded
 from .sandbox.host.proxy import Remote
 from .sandbox.worker.wire import Handle
+from .tensors import is_tensor
 
 Candidates = Mapping[str, Callable[[], object]]  # a likely mistake -> its wrong answer, computed only when asked
 LOW_PRECISION = ("float16", "bfloat16", "float32")
@@ -47,16 +48,9 @@ def type_name(value) -> str:
         return f"an object that cannot be sent back as data: a {kept}. {KEPT}"
     if isinstance(value, np.ndarray):
         return f"a numpy array of shape {value.shape} and dtype {value.dtype}"
-    if _is_tensor(value):
+    if is_tensor(value):
         return f"a torch tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
     return f"a {type(value).__name__}"
-
-
-def _is_tensor(value) -> bool:
-    # Only the parent builds values from the wire, so an exact type check is trustworthy.
-    import torch
-
-    return type(value) is torch.Tensor
 
 
 def _kept_name(value) -> str | None:
@@ -72,7 +66,7 @@ def as_number(got, what: str) -> float:
         return float(got)
     if type(got) is np.ndarray and got.shape == () and got.dtype.kind in "iuf":
         return float(got)
-    if _is_tensor(got) and got.dim() == 0 and not got.is_complex() and _dtype_name(got) != "bool":
+    if is_tensor(got) and got.dim() == 0 and not got.is_complex() and _dtype_name(got) != "bool":
         return float(got.detach())
     raise CaseFailed(f"{what}: expected a real number, got {type_name(got)}.")
 
@@ -150,8 +144,8 @@ def expect_array(got, want, what: str, *, rtol: float, atol: float, visible: boo
     dtype = want.dtype if tol.rounded else _dtype_name(exact)
     if not tol.rounded and _dtype_name(exact) in LOW_PRECISION:
         raise TypeError(f"{what}: a low-precision expected value must come from rounding.rounded(), not the reference's own rounding")
-    kind = "torch tensor" if _is_tensor(exact) else "numpy array"
-    if (kind == "torch tensor") != _is_tensor(got) or (kind == "numpy array" and type(got) is not np.ndarray):
+    kind = "torch tensor" if is_tensor(exact) else "numpy array"
+    if (kind == "torch tensor") != is_tensor(got) or (kind == "numpy array" and type(got) is not np.ndarray):
         raise CaseFailed(f"{what}: expected a {kind}, got {type_name(got)}.")
     want_shape, got_shape = tuple(exact.shape), tuple(got.shape)
     if got_shape != want_shape:
@@ -182,7 +176,7 @@ def _dtype_name(x) -> str:
 
 
 def _numpy(x) -> np.ndarray:
-    return x.detach().cpu().numpy() if _is_tensor(x) else x
+    return x.detach().cpu().numpy() if is_tensor(x) else x
 
 
 def _exact_kind(x) -> bool:
@@ -376,7 +370,7 @@ def _matches(got, wrong_answer, tol: Tolerance | None) -> bool:
     """A hint that cannot be computed for these inputs simply does not match."""
     try:
         candidate = wrong_answer()
-        if isinstance(candidate, (np.ndarray, np.generic, float, int)) or _is_tensor(candidate):
+        if isinstance(candidate, (np.ndarray, np.generic, float, int)) or is_tensor(candidate):
             g, c = np.asarray(_numpy(got), dtype=np.float64), np.asarray(_numpy(candidate), dtype=np.float64)
             return g.shape == c.shape and (bool(np.array_equal(g, c, equal_nan=True)) if tol is None else tol.matches(g, c))
         return _equal(got, candidate)

@@ -36,7 +36,7 @@ from .judge import LIKELY
 from .outcome import GRADER_FAILED
 from .runner import CaseResult, GradeRun
 from .submission import FileEntry
-from .submission.names import printable
+from .terminal import printable
 
 
 def results_json(run: GradeRun, account: tuple[FileEntry, ...] = ()) -> dict:

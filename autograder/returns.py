@@ -23,11 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import torch
 
 from .judge import LIKELY, CaseFailed, type_name
 from .sandbox.host.proxy import Remote
 from .sandbox.worker.wire import Expr, Handle
+from .tensors import deferred, is_array, is_tensor
+
+torch = deferred("torch")
 
 INPUTS = "the dtype must follow the inputs"
 Axes = tuple[tuple[str, int | None], ...]  # a declared shape: each axis's name as the API writes it, and its size when known
@@ -55,7 +57,7 @@ def described(value) -> str:
     judge names it (judge.type_name)."""
     if isinstance(value, Remote | Handle):
         return type_name(value)
-    if type(value) is torch.Tensor:
+    if is_tensor(value):
         return f"{_a(_dtype(value))} tensor of shape {tuple(value.shape)}"
     if type(value) is np.ndarray:
         return f"a numpy array of shape {value.shape} and dtype {value.dtype}"
@@ -64,9 +66,9 @@ def described(value) -> str:
         kinds = {type(v).__name__ for v in value}
         if not value:
             return f"an empty {kind}"
-        if all(type(v) is torch.Tensor for v in value) and len({(tuple(v.shape), v.dtype) for v in value}) == 1:
+        if all(is_tensor(v) for v in value) and len({(tuple(v.shape), v.dtype) for v in value}) == 1:
             return f"a {kind} of {len(value)} {_dtype(value[0])} tensor{'s' * (len(value) > 1)} of shape {tuple(value[0].shape)}"
-        if len(kinds) == 1 and type(value[0]) not in (torch.Tensor, np.ndarray, Remote):
+        if len(kinds) == 1 and not (is_array(value[0]) or type(value[0]) is Remote):
             return f"a {kind} of {len(value)} {_plural(kinds.pop()) if len(value) > 1 else kinds.pop()}"
         if len(value) <= 3:
             return f"a {kind} of {len(value)}: " + _and([described(v) for v in value])
@@ -157,7 +159,7 @@ class Tensor(Spec):
         return "numpy arrays" if self.numpy else "torch tensors"
 
     def fault(self, got) -> str | None:
-        if type(got) is not (np.ndarray if self.numpy else torch.Tensor):
+        if not (type(got) is np.ndarray if self.numpy else is_tensor(got)):
             return self._wrong_type(got)
         if self.axes is not None and not _fits(tuple(got.shape), self.axes):
             return self._said(f"shape {_shape_words(self.axes)}" + (f", {self.about}" if self.about else ""), str(tuple(got.shape)),
@@ -247,7 +249,7 @@ class Number(Spec):
         return None if _real(got) else self._wrong_type(got)
 
     def _general(self, got) -> str | None:
-        one = type(got) in (np.ndarray, torch.Tensor) and got.ndim and np.prod(got.shape) == 1
+        one = is_array(got) and got.ndim and np.prod(got.shape) == 1
         return "It holds one element: .item() gives the number" if one else None
 
 
@@ -255,7 +257,7 @@ def _real(got) -> bool:
     """A real number as judge.as_number takes one: an int or a float, or a 0-d array or tensor of a real."""
     if type(got) is np.ndarray:
         return got.shape == () and got.dtype.kind in "iuf"
-    if type(got) is torch.Tensor:
+    if is_tensor(got):
         return got.dim() == 0 and not got.is_complex() and got.dtype != torch.bool
     return type(got) in (int, float)
 
@@ -274,7 +276,7 @@ class Int(Spec):
         return None if type(got) is int else self._wrong_type(got)
 
     def _general(self, got) -> str | None:
-        return "Use .tolist() or .item() to return Python ints" if type(got) in (np.ndarray, torch.Tensor) else None
+        return "Use .tolist() or .item() to return Python ints" if is_array(got) else None
 
 
 @dataclass(frozen=True)
@@ -360,7 +362,7 @@ class Many(Spec):
         return None
 
     def _general(self, got) -> str | None:
-        return ".tolist() gives a list of Python numbers" if type(got) in (np.ndarray, torch.Tensor) else None
+        return ".tolist() gives a list of Python numbers" if is_array(got) else None
 
 
 @dataclass(frozen=True)
@@ -447,7 +449,7 @@ def constructor(module: str):
 
 def size(x, axis: int) -> int | None:
     """A size of an input the parent knows (a tensor or array it sent), None for one in the worker or None itself."""
-    return int(x.shape[axis]) if type(x) in (torch.Tensor, np.ndarray) and -x.ndim <= axis < x.ndim else None
+    return int(x.shape[axis]) if is_array(x) and -x.ndim <= axis < x.ndim else None
 
 
 def follows(*inputs, model: Made | None = None) -> Dtype | None:
@@ -455,7 +457,7 @@ def follows(*inputs, model: Made | None = None) -> Dtype | None:
     known; None when one stays in the worker or they differ: then nothing is said of the dtype."""
     found = set()
     for x in inputs:
-        if type(x) in (torch.Tensor, np.ndarray):
+        if is_array(x):
             if x.dtype.kind == "f" if type(x) is np.ndarray else x.is_floating_point():
                 found.add(_dtype(x))
         elif not (x is None or type(x) in (bool, int, float)):
@@ -670,7 +672,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
     def likely(got) -> str | None:
         weights = (*Q.shape[:-2], Tq, Tk) if axes is not None and Tk is not None else None
-        if isinstance(got, tuple | list) and len(got) == 2 and type(got[1]) is torch.Tensor and tuple(got[1].shape) == weights:
+        if isinstance(got, tuple | list) and len(got) == 2 and is_tensor(got[1]) and tuple(got[1].shape) == weights:
             return "(output, weights) came back, as tutorials return them: return only the output tensor"
         return None
 
@@ -679,7 +681,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 def _float_mask(got, T: int | None) -> str | None:
     """A float causal mask of the right shape in words: PyTorch's additive 0/-inf form, or 0/1."""
-    if type(got) is not torch.Tensor or not got.is_floating_point() or tuple(got.shape) != (T, T):
+    if not is_tensor(got) or not got.is_floating_point() or tuple(got.shape) != (T, T):
         return None
     if bool(((got == 0) | (got == float("-inf"))).all()):  # 0 where allowed: causal_mask(1) is [[0.]]
         return (f"{LIKELY}an additive float mask (0 where allowed, -inf elsewhere, as nn.Transformer.generate_square_subsequent_mask "
@@ -754,7 +756,7 @@ def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generat
         said = {(N,): "returns only the new tokens; return the prompt followed by them",
                 (context,): "returns the cropped sequence; crop only what goes into the model",
                 (1, None if T0 is None or N is None else T0 + N): "returns a batch of one; return a 1-D tensor"}
-        return f"{LIKELY}{said[tuple(got.shape)]}" if type(got) is torch.Tensor and tuple(got.shape) in said else None
+        return f"{LIKELY}{said[tuple(got.shape)]}" if is_tensor(got) and tuple(got.shape) in said else None
 
     return tensor("the tokens", ("T0 + max_new_tokens", None if T0 is None or N is None else T0 + N),
                   dtype=Dtype("int64", "token ids are int64"), likely=likely)
@@ -843,7 +845,7 @@ TOTAL_LENGTH = (f"{LIKELY}pad_packed_sequence returns only as many positions as 
 
 def _longest(src) -> int | None:
     """The longest source's token count (PAD = 0), where a packed encoder unpacked without total_length stops."""
-    return int((src != 0).sum(1).max()) if type(src) is torch.Tensor and src.ndim == 2 and src.numel() else None
+    return int((src != 0).sum(1).max()) if is_tensor(src) and src.ndim == 2 and src.numel() else None
 
 
 @function("seq2seq")
@@ -971,5 +973,5 @@ def _state_dtype(state) -> str | None:
     """The one floating dtype of a state dict the grader loads, or None."""
     if not isinstance(state, dict):
         return None
-    found = {_dtype(v) for v in state.values() if type(v) is torch.Tensor and v.is_floating_point()}
+    found = {_dtype(v) for v in state.values() if is_tensor(v) and v.is_floating_point()}
     return found.pop() if len(found) == 1 else None

@@ -19,7 +19,10 @@ import copy
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+
+from .tensors import deferred, is_module, is_tensor, is_torch_dtype
+
+torch = deferred("torch")
 
 SAFETY = 32.0  # correct reorderings were measured at up to 6x the larger estimate (tests/test_rounding.py)
 FLOOR = 16.0  # roundings of the output's largest magnitude, for outputs the estimates happen to find exact
@@ -51,7 +54,7 @@ def rounded(compute, *inputs):
 
 def unit_roundoff(dtype) -> float:
     """Half the gap between 1 and the next number: the largest relative error of one rounding."""
-    return float(torch.finfo(dtype).eps if isinstance(dtype, torch.dtype) else np.finfo(dtype).eps) / 2
+    return float(torch.finfo(dtype).eps if is_torch_dtype(dtype) else np.finfo(dtype).eps) / 2
 
 
 def _call(args):
@@ -64,14 +67,14 @@ def _roundoff(compute, inputs) -> float | None:
     dtypes = set()
     _floats((compute, inputs), dtypes.add)
     widest = max((unit_roundoff(d) for d in dtypes), default=0.0)
-    return widest if widest > unit_roundoff(torch.float64) else None
+    return widest if widest > unit_roundoff(np.float64) else None
 
 
 def _floats(value, found) -> None:
-    if isinstance(value, torch.nn.Module):
+    if is_module(value):
         for p in value.parameters():
             found(p.dtype)
-    elif isinstance(value, torch.Tensor) and value.is_floating_point():
+    elif is_tensor(value, subclasses=True) and value.is_floating_point():
         found(value.dtype)
     elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
         found(value.dtype)
@@ -86,7 +89,7 @@ def _floats(value, found) -> None:
 def _cast(value, memo: dict, *, wide: bool, nudge=None):
     """A copy of `value` with its floating tensors, arrays and modules in float64 (`wide`) or as they are,
     each element times (1 + r * eps) for r uniform in [-1, 1] when nudged. Other values pass as they are."""
-    if isinstance(value, torch.nn.Module):
+    if is_module(value):
         if id(value) not in memo:
             module = copy.deepcopy(value).to(torch.float64) if wide else copy.deepcopy(value)
             with torch.no_grad():
@@ -96,7 +99,7 @@ def _cast(value, memo: dict, *, wide: bool, nudge=None):
                         p.add_(torch.from_numpy(_jitter(nudge, p.detach().numpy())).to(p))
             memo[id(value)] = module
         return memo[id(value)]
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
+    if is_tensor(value, subclasses=True) and value.is_floating_point():
         return _tensor(value.detach(), wide, nudge).requires_grad_(value.requires_grad)
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         array = value.astype(np.float64 if wide else value.dtype)
@@ -126,7 +129,7 @@ def _combine(truth, others: list, eps: float):
         return type(truth)(_combine(v, [o[i] for o in others], eps) for i, v in enumerate(truth))
     if isinstance(truth, dict):
         return {k: _combine(v, [o[k] for o in others], eps) for k, v in truth.items()}
-    if isinstance(truth, torch.Tensor) and truth.is_floating_point():
+    if is_tensor(truth, subclasses=True) and truth.is_floating_point():
         return Rounded(truth.detach(), str(others[0].dtype).removeprefix("torch."), _bound(truth.detach().numpy(), others, eps))
     if isinstance(truth, np.ndarray) and truth.dtype.kind == "f":
         return Rounded(truth, str(others[0].dtype), _bound(truth, others, eps))
@@ -141,7 +144,7 @@ def _bound(truth: np.ndarray, others: list, eps: float) -> float:
     scale = float(np.abs(exact[finite]).max(initial=0.0))
     noise = 0.0
     for other in others:
-        values = np.asarray(other.detach().numpy() if isinstance(other, torch.Tensor) else other, dtype=np.float64)
+        values = np.asarray(other.detach().numpy() if is_tensor(other, subclasses=True) else other, dtype=np.float64)
         if not np.isfinite(values[finite]).all():
             raise ArithmeticError("the reference is not finite in low precision where the exact answer is")
         noise = max(noise, float(np.abs(values - exact)[finite].max(initial=0.0)))

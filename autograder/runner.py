@@ -22,10 +22,9 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import torch
 
 from . import unittests
-from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING
+from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TENSORS, TIMING, USES
 from .expected import Live, Replay
 from .forbidden import forbidden_names, importable, python_files, scan_submission, syntax_error
 from .mutants.match import Evidence, Explainer, explainable, left_to_explain
@@ -41,9 +40,12 @@ from .sandbox.host.tape import Tape
 from .sandbox.host.template import Template, TemplateGone
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
 from .submission import Submission
-from .submission.names import printable
+from .terminal import printable
 from .timing import Speed, Verdict, reference_slot
 from .trial import Trial
+from .tensors import deferred
+
+torch = deferred("torch")
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ def grade(
     secret: str,
     isolation: Isolation,
     component_ids: list[str] | None = None,
+    case_numbers: set[str] | None = None,
     visible_only: bool = False,
     expected=None,
     on_result: Callable[[CaseResult], None] = lambda r: None,
@@ -150,6 +153,9 @@ def grade(
     share, as a batch's jobs do). `reference`: the reference's worker for timing cases, when the caller keeps one
     across grades (a batch job: timing.renew); else this grade starts its own and stops it.
 
+    `case_numbers`: only these cases of the components (by number), and the cases of the checks they build on (cases.BUILDS_ON),
+    so that a failure still names its cause first (_causes_first); a component left with none of them is left out.
+
     `timing`: None grades every case; True only the timing cases, False all the others, each component that has
     none of them left out (a batch on a cluster grades the two apart, and `merged` joins them).
 
@@ -165,6 +171,9 @@ def grade(
     components = [rubric.component(c) for c in component_ids] if component_ids else rubric.components
     todo = [(c, [k for k in c.cases if k.visible or not visible_only]) for c in components]
     run.hidden_not_run = sum(len(c.cases) - len(cases) + c.not_here for c, cases in todo)
+    if case_numbers is not None:  # after counting: a visible case left out is not a hidden one
+        parts = {p for _, cases in todo for k in cases if k.number in case_numbers for p in BUILDS_ON.get(k.check, ())}
+        todo = [(c, kept) for c, cases in todo if (kept := [k for k in cases if k.number in case_numbers or k.check in parts])]
     if timing is not None:
         todo = [(c, part) for c, cases in todo if (part := [k for k in cases if (k.check in TIMING) == timing])]
     timed = [k for _, cases in todo for k in cases if k.check in TIMING]
@@ -195,11 +204,10 @@ def grade(
     # The submission's workers fork from one template (sandbox/host/template.py) that imports torch, and what the
     # cases' own requests import (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a
     # parent-death signal follows the thread that started the process, and the lanes' threads end before grading does.
-    modules = template_modules(_imports([k for _, cases in todo for k in cases]))
-    forks = isolation.tier.walled and any(c.file in submission.files and forkable(c.forbidden.modules, modules) for c, cases in todo if cases)
+    modules = template_modules(_modules([k for _, cases in todo for k in cases]))
     own_template = template is None
     if own_template:
-        template = _template(isolation.tier, modules) if forks else None
+        template = warm_template(todo, submission, isolation.tier)
     pipeline = _Pipeline(order, floor, isolation.tier, reference,
                          lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
 
@@ -208,7 +216,7 @@ def grade(
             report.add(shares[s][0], plan,
                        _grade_share(plan, expected, secret, rubric, run.isolation["held"], floor, speed, pipeline.cancelled))
 
-    with _one_thread(), ThreadPoolExecutor(max_workers=2 * count + 1, thread_name_prefix="grade") as pool:
+    with _one_thread("torch" in modules), ThreadPoolExecutor(max_workers=2 * count + 1, thread_name_prefix="grade") as pool:
         threads = [pool.submit(pipeline.start_next) for _ in range(count)] + [pool.submit(lane) for _ in range(count)]
         threads += [pool.submit(_imported, template, floor)] if template else []
         try:
@@ -231,8 +239,12 @@ def grade(
 
 
 @contextlib.contextmanager
-def _one_thread():
-    """The reference's computations in this process on one thread: they are small, and the cores are the lanes'."""
+def _one_thread(torch_used: bool):
+    """The reference's computations in this process on one thread: they are small, and the cores are the lanes'.
+    Only where the cases use torch: the others never import it."""
+    if not torch_used:
+        yield
+        return
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -400,7 +412,7 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
     # Every file of the submission is scanned; the worker can import only those that passed (with what they import).
     passed = [f for f in python_files(submission.dir) if f == component.file or not scan_submission(submission.dir, f)]
     slot = Slot(importable(submission.dir, passed), component.forbidden, _limits(cases, rubric), tier,
-                _imports(cases), template)
+                _modules(cases), template)
     return _Plan(component, cases, tier, slot, named=named)
 
 
@@ -419,7 +431,16 @@ def _limits(cases: list[Case], rubric: Rubric) -> Limits:
 def kept_template(rubric: Rubric, tier: Tier) -> Template | None:
     """A template for every case of `rubric`, for a caller to keep across grades of the course's own code (`grade`'s
     `template`); None where workers are not forked (no walls) or it cannot start."""
-    return _template(tier, template_modules(_imports([k for c in rubric.components for k in c.cases]))) if tier.walled else None
+    return _template(tier, template_modules(_modules([k for c in rubric.components for k in c.cases]))) if tier.walled else None
+
+
+def warm_template(todo: list[tuple[Component, list[Case]]], submission: Submission, tier: Tier) -> Template | None:
+    """The template for grading these cases of each component of `submission` (started: it imports while the grader
+    plans), for `grade` or a caller that keeps it across grades of one student's files (check --watch); None where
+    no worker forks from it: no walls, or every component forbids what it would import."""
+    modules = template_modules(_modules([k for _, cases in todo for k in cases]))
+    forks = tier.walled and any(c.file in submission.files and forkable(c.forbidden.modules, modules) for c, cases in todo if cases)
+    return _template(tier, modules) if forks else None
 
 
 def _template(tier: Tier, modules: tuple[str, ...]) -> Template | None:
@@ -456,6 +477,11 @@ def _shares(cases: list[Case]) -> list[list[Case]]:
 
 def _imports(cases: list[Case]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for c in cases for m in IMPORTS.get(c.check, ())))
+
+
+def _modules(cases: list[Case]) -> tuple[str, ...]:
+    """What the workers of these cases import before student code: the libraries the cases use, and their own imports."""
+    return tuple(dict.fromkeys(m for c in cases for m in USES.get(c.component, TENSORS))) + _imports(cases)
 
 
 def _grade_share(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict, floor: Floor, speed: Speed,

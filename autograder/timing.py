@@ -22,13 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from .judge import CaseFailed
 from .outcome import Ended
+from .sandbox.host.floor import Floor
 from .sandbox.host.process import Deadline, Forbidden, Limits
 from .sandbox.host.proxy import Proxy, Slot
 from .sandbox.host.tiers import Tier
+from .tensors import deferred
+
+torch = deferred("torch")
 
 BLOCK_SECONDS = 0.02  # each timed request runs this long at least, so the request's own cost is noise
 WARMUP_BLOCKS = 2
@@ -75,6 +78,15 @@ def renew(reference: Slot) -> None:
         return
     if not isinstance(used, float) or used > reference.limits.cpu_seconds / 2:
         reference.stop()
+
+
+def kept_started(reference: Slot, floor: Floor) -> None:
+    """A reference worker kept across grades (a batch job's, check --watch's), renewed if due and started on this
+    thread, not by a grade: a worker dies with the thread that started it (bubblewrap's --die-with-parent), and a
+    grade's threads end with it. Started as any start is, never while a timing case runs."""
+    renew(reference)
+    with floor.shared(), contextlib.suppress(Ended):
+        reference.start()
 
 
 class Speed:

@@ -10,6 +10,8 @@
     .venv/bin/python benchmarks/run.py --only-mutants   # section 9 alone, measured and rewritten in place (8 minutes)
     .venv/bin/python benchmarks/run.py --only-export    # section 10 alone, measured and rewritten in place (3 minutes)
     .venv/bin/python benchmarks/run.py --only-regrade   # section 11 alone, measured and rewritten in place (4 minutes)
+    .venv/bin/python benchmarks/run.py --only-commands  # section 12 alone: each command typed, before and after (15 minutes)
+    .venv/bin/python benchmarks/run.py --only-commands --commands-runs 1 --commands-rows 'version,check:ngram' --out /tmp/b.md
 
 Five measurements, each a section of the file: how long grading the reference
 takes and where the time goes; how stable the timing verdict is when the
@@ -28,7 +30,8 @@ person to look at). Section 8 measures what the worker's run-time walls cost: a
 full grade and the timing verdicts with the forbidden operators refused and
 without (benchmarks/walls.py). Section 9 measures the mutants of the reference:
 the held-out mistakes they name, and what they add to passing and failing
-grades (benchmarks/mutants.py).
+grades (benchmarks/mutants.py). Section 12 times each command a student or a TA types, at commit
+commands.BEFORE and in the working tree, in seconds and in this machine's `import torch` (benchmarks/commands.py).
 """
 from __future__ import annotations
 
@@ -71,7 +74,7 @@ from autograder.sandbox.host.template import Template  # noqa: E402
 from autograder.sandbox.host.tiers import Isolation, Tier, choose_tier, grader_files  # noqa: E402
 from autograder.submission import open_submission  # noqa: E402
 from autograder.timing import Policy, Speed, reference_slot, verdict  # noqa: E402
-from benchmarks import class_report, export_batch, mutants, regrade, walls  # noqa: E402
+from benchmarks import class_report, commands, export_batch, mutants, regrade, walls  # noqa: E402
 from benchmarks.class_batch import GPU_CLASS, class_parts, class_runs, section_class  # noqa: E402
 from benchmarks.common import BENCHMARKS_MD, SOLUTIONS, busy_cpu as _busy_cpu, read_lines as _read, replace_section, table  # noqa: E402
 
@@ -795,6 +798,24 @@ def mutants_section(rubric: Rubric, tier: Tier, runs: int, command: str, started
     return mutants.section(figures, measured)
 
 
+def commands_section(runs: int, rows: str | None, command: str, started: datetime.datetime, log) -> tuple[str, list[str]]:
+    """Section 12 measured now (benchmarks/commands.py), and its failures: it may be rewritten alone (--only-commands)."""
+    clock = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-commands-") as scratch:
+        figures = commands.run(Path(scratch), log, runs, rows)
+    measured = (f"Measured by `{command}` on {started.strftime('%Y-%m-%d %H:%M %Z').strip()}, commit {_commit()} (after), in "
+                f"{(time.monotonic() - clock) / 60:.1f} min.")
+    return commands.section(figures, measured), figures["failures"]
+
+
+def failed(failures: list[str], log) -> None:
+    """A command that failed on the solutions' files fails the bench, after its section is written."""
+    if failures:
+        for line in failures:
+            log(f"FAILED: {line}")
+        raise SystemExit(1)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -831,6 +852,12 @@ def main(argv: list[str] | None = None) -> None:
                         "10 damaged: the plan and a sample graded), and rewrite it in --out in place")
     parser.add_argument("--only-regrade", action="store_true", help="measure section 11 only (a one-case fix regraded against "
                         "a full regrade), and rewrite it in --out in place")
+    parser.add_argument("--commands-runs", type=int, default=commands.RUNS, help="runs of each command of section 12, "
+                        f"before and after (default {commands.RUNS}; 0: leave it out)")
+    parser.add_argument("--commands-rows", help="section 12's rows to measure: comma-separated patterns of their keys "
+                        f"({', '.join(r.key for r in commands.ROWS)}; e.g. 'version,check:*'; default all)")
+    parser.add_argument("--only-commands", action="store_true", help="measure section 12 only (each command typed, before "
+                        "and after), and rewrite it in --out in place; status 1 when a command failed")
     parser.add_argument("--probe", action="store_true", help="say whether the workers see the GPU, and stop (status 3 "
                         "when they do not)")
     args = parser.parse_args(argv)
@@ -856,6 +883,13 @@ def main(argv: list[str] | None = None) -> None:
         text = out.read_text() if out.exists() else "# Benchmarks\n"
         out.write_text(replace_section(text, class_report.SECTION, report))
         log(f"wrote section 7 of {out}")
+        return
+    if args.only_commands:
+        section, failures = commands_section(args.commands_runs or commands.RUNS, args.commands_rows, command, started, log)
+        text = out.read_text() if out.exists() else "# Benchmarks\n"
+        out.write_text(replace_section(text, commands.SECTION, section))
+        log(f"wrote section 12 of {out}")
+        failed(failures, log)
         return
     tier = choose_tier(grader_files(rubric.path.parent, rubric.solutions_dir, []))
     if args.only_walls:
@@ -924,13 +958,16 @@ def main(argv: list[str] | None = None) -> None:
               else walls.section(None, ""))
     mutated = (mutants_section(rubric, tier, args.mutants_runs, command, started, log) if args.mutants_runs
                else mutants.section(None, ""))
+    typed, failures = (commands_section(args.commands_runs, args.commands_rows, command, started, log) if args.commands_runs
+                       else (f"{commands.SECTION}\n\nNot measured in this run (`--commands-runs 0`).", []))
 
     text = "\n\n".join([section_machine(machine(tier), command, started, time.monotonic() - clock),
                         section_wall(grades, startup, overhead), section_stability(per_case, rubric.timing),
                         section_variants(variants, rubric.timing), section_builtins(against, args.pairs),
-                        section_class(klass), section_gpu(load_gpu(args.gpu_json)), report, walled, mutated])
+                        section_class(klass), section_gpu(load_gpu(args.gpu_json)), report, walled, mutated, typed])
     out.write_text(text + "\n")
     log(f"wrote {out}")
+    failed(failures, log)
 
 
 if __name__ == "__main__":

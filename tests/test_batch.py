@@ -20,12 +20,14 @@ from conftest import ROOT, SOLUTIONS, default_sigint, with_staff_tests
 from nbformat.v4 import new_code_cell, new_notebook
 from rich.console import Console
 
-from autograder import cli
+from autograder.commands import report as report_command
 from autograder.batch.gradebook import CANVAS, GROUP_CELL, canvas_csv, grades_csv, student_grades_csv
 from autograder.batch.inputs import Entry, ExportError, read_batch
 from autograder.batch.journal import Journal
 from autograder.batch.regrade import kept_components
-from autograder.cli import INTERRUPTED, SIGNALLED, Terminal, batch_progress, main
+from autograder.cli import main
+from autograder.commands.grade_all import batch_progress
+from autograder.terminal import INTERRUPTED, SIGNALLED, Terminal
 from autograder.rubric import load_rubric
 
 METADATA = """\
@@ -226,7 +228,7 @@ def test_sigterm_and_sighup_stop_a_command_as_ctrl_c_does(monkeypatch, capsys, s
     def not_handled(signum, frame):
         pytest.fail(f"the command did not handle {signal.Signals(signum).name}")
 
-    monkeypatch.setattr(cli, "cmd_report", command)
+    monkeypatch.setattr(report_command, "run", command)
     before = signal.signal(signum, not_handled)
     try:
         assert main(["report", "batch"]) == SIGNALLED + signum
@@ -238,7 +240,7 @@ def test_sigterm_and_sighup_stop_a_command_as_ctrl_c_does(monkeypatch, capsys, s
 
 def test_a_sighup_ignored_when_the_command_starts_stays_ignored(monkeypatch):
     """As under nohup: the batch goes on when the terminal closes."""
-    monkeypatch.setattr(cli, "cmd_report", lambda args, ui: signal.raise_signal(signal.SIGHUP) or 0)
+    monkeypatch.setattr(report_command, "run", lambda args, ui: signal.raise_signal(signal.SIGHUP) or 0)
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         assert main(["report", "batch"]) == 0

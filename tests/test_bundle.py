@@ -32,7 +32,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 import bundle_probe
-from autograder.cases import FILES, TIMING
+from autograder.cases import BUILDS_ON, FILES, TIMING
 from autograder.rubric import load_rubric
 from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
@@ -40,6 +40,7 @@ from autograder import __version__
 from autograder.release.bundle import BUNDLE_OWN, DISTRIBUTION, student_pins, student_requirements
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
+from autograder.sandbox.host.tiers import Tier
 from autograder.submission import open_submission
 from autograder.submission.notebooks import CHECK_TAG
 from autograder.verify import one_per_file, write_edits
@@ -343,7 +344,7 @@ def test_one_command_installs_the_pins_of_what_students_need_and_the_bundle(part
     bundle, pip = student_venv
     assert re.findall(r"^(?:Installing collected packages: |Successfully installed ).*", pip.stdout, re.M) == [
         f"Installing collected packages: {DISTRIBUTION}", f"Successfully installed {DISTRIBUTION}-{__version__}"], pip.stdout
-    grader = as_student(bundle, tmp_path, "python -c 'import autograder.cli as c; print(c.PROJECT_ROOT)'")
+    grader = as_student(bundle, tmp_path, "python -c 'import autograder.commands as c; print(c.PROJECT_ROOT)'")
     assert grader.stdout.strip() == str(bundle), grader.stdout + grader.stderr
     other = tmp_path / "other"
     other.mkdir()
@@ -408,6 +409,72 @@ def test_the_readme_commands_run_as_written(part1, student_venv):
     for proc in (starter, checked):  # without Linux: the portable tier, said once
         assert (proc.stdout + proc.stderr).count("No sandbox here (") == 1, proc.stderr
     assert tested.stdout.count("No sandbox here (") == 1, tested.stdout
+
+
+def test_grade_takes_the_cases_asked_for_and_those_they_build_on(rubric, tmp_path):
+    """grade's case_numbers (the bundle's pytest gives the cases it selects): those cases, in the rubric's order, with the
+    visible cases of the checks they build on, so that a failure still names its cause first (runner._causes_first); a
+    component with none of them is not graded, and a visible case left out is not counted as hidden. Of the components
+    asked for, nothing is submitted, so no worker starts; backprop.py is, and none of its cases is asked for."""
+    pad = next(k for k in rubric.component("ngram").cases if k.name.startswith("pad_sentence"))
+    lm = next(k for k in rubric.component("transformer").cases if k.check == "transformer.lm")
+    parts = [k.number for k in rubric.component("transformer").cases if k.visible and k.check in BUILDS_ON[lm.check]]
+    (tmp_path / "submitted").mkdir()
+    shutil.copy(ROOT / "starter" / "backprop.py", tmp_path / "submitted")
+    runs = [grade_folder(rubric, tmp_path / "submitted", tmp_path / str(n), Tier("same-user"), case_numbers=numbers,
+                         visible_only=True) for n, numbers in enumerate(({pad.number, lm.number}, set()))]
+    assert len(parts) >= 4 and [r.case.number for r in runs[0].results] == [pad.number, *parts, lm.number]
+    assert runs[1].results == [] and runs[0].hidden_not_run == runs[1].hidden_not_run > 0
+    assert runs[0].isolation["held"] == {}  # what a started worker held: none started, not even backprop's
+
+
+# A pytest plugin (-p) that records what `pytest` in a bundle imported and graded: whether torch was imported when
+# collecting ended and when the session did, and the number of each case run in a worker (every case goes through
+# runner.run_case, looked up where it runs, so this sees the cases graded whenever the test file imported `grade`).
+RECORDER = """import json, os, sys
+import pytest
+
+RAN, SEEN = [], {}
+
+
+def pytest_collection_finish(session):
+    SEEN["collected"] = "torch" in sys.modules
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    import autograder.runner as runner
+    if not hasattr(runner.run_case, "recorded"):
+        real = runner.run_case
+
+        def run_case(case, *args, **kwargs):
+            RAN.append(case.number)
+            return real(case, *args, **kwargs)
+
+        run_case.recorded = True
+        runner.run_case = run_case
+
+
+def pytest_sessionfinish(session):
+    SEEN["finished"] = "torch" in sys.modules
+    with open(os.environ["RECORD"], "w") as f:
+        json.dump({**SEEN, "ran": RAN}, f)
+"""
+
+
+@pytest.mark.slow
+def test_pytest_k_grades_the_cases_it_selects_alone_and_imports_no_torch_they_do_not_need(part1, tmp_path):
+    """`pytest -k pad_sentence` in a bundle grades those three cases, each once, not the rest of ngram's; collecting
+    imports the rubric, not the grader or torch, and ngram's cases need no torch, so grading them imports none either."""
+    (tmp_path / "recorder.py").write_text(RECORDER)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), RECORD=str(tmp_path / "record.json"), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-k", "pad_sentence", "-p", "no:cacheprovider", "-p", "recorder"],
+                          cwd=part1, env=env, capture_output=True, text=True, timeout=300)
+    rubric = load_rubric(part1 / "grading.yaml")
+    picked = [c.number for c in rubric.component("ngram").cases if "pad_sentence" in c.name]
+    deselected = sum(len(c.cases) for c in rubric.components) - len(picked)
+    assert len(picked) == 3 and f"3 failed, {deselected} deselected" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert json.loads((tmp_path / "record.json").read_text()) == {"collected": False, "finished": False, "ran": picked}
 
 
 @pytest.mark.slow
@@ -851,11 +918,11 @@ def test_the_command_line_starts_with_the_signals_windows_has():
     and a missing one would show: deleting SIGTERM too fails the same run."""
     def run(names) -> subprocess.CompletedProcess:
         script = "import signal\n" + "".join(f"del signal.{n}\n" for n in names) + (
-            "from autograder import cli\nwith cli.stops_as_interrupts([]):\n    print(cli.build_parser().parse_args(['check']).func.__name__)\n")
+            "from autograder import cli\nwith cli.stops_as_interrupts([]):\n    print(cli.build_parser().parse_args(['check']).command_module)\n")
         return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     windows = run(WINDOWS_LACKS)
-    assert windows.returncode == 0 and windows.stdout.strip() == "cmd_check", windows.stderr
+    assert windows.returncode == 0 and windows.stdout.strip() == "check", windows.stderr
     assert "AttributeError" in run((*WINDOWS_LACKS, "SIGTERM")).stderr
 
 

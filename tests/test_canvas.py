@@ -14,7 +14,8 @@ import pytest
 from autograder.batch import BatchOptions, grade_all
 from autograder.batch.canvas import HAND, CanvasError, canvas_export, read_gradebook
 from autograder.batch.inputs import Entry, Submitter
-from autograder.cli import USAGE_ERROR, main
+from autograder.cli import main
+from autograder.terminal import USAGE_ERROR
 
 ASSIGNMENT = "Language models, part 1 (2002)"  # a comma in the name: Canvas quotes the header cell
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Notes", "Homework 0 (1001)", ASSIGNMENT,

@@ -22,7 +22,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from rich.console import Console
 
 from autograder.batch.inputs import MAX_FIELD, ExportError, read_batch
-from autograder.cli import Terminal, batch_progress, print_account
+from autograder.commands.grade import print_account
+from autograder.commands.grade_all import batch_progress
+from autograder.terminal import Terminal
 from autograder.report import MAX_IGNORED_LISTED, account_lines
 from autograder.submission import open_submission
 from autograder.submission.notebooks import NotebookError, notebook_code

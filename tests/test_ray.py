@@ -21,7 +21,8 @@ from test_batch import _until_dead, _until_lines, descendants, small_rubric
 
 from autograder.batch.cluster import Shipped
 from autograder.batch.inputs import Entry
-from autograder.cli import USAGE_ERROR, main
+from autograder.cli import main
+from autograder.terminal import USAGE_ERROR
 
 # A Ray this test module starts or joins: one machine's, on loopback (Ray's own switch for that), with a fresh token.
 RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),

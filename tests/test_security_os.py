@@ -619,7 +619,7 @@ def test_the_grader_process_cannot_be_read_through_proc(rubric, tmp_path, here):
 IMPORT_GRADER = r'''
 if getattr(NGramLM, "stolen", None) is None:
     import glob, os, re, subprocess, sys
-    use = ("from autograder.cli import PROJECT_ROOT\n"
+    use = ("from autograder.commands import PROJECT_ROOT\n"
            "from autograder.reference import Reference\n"
            "ANSWER = str(Reference(PROJECT_ROOT / 'solutions').ngram.pad_sentence(['a'], 2))\n")
     want = str(["<s>", "a", "</s>"])

@@ -19,7 +19,7 @@ import yaml
 from attacks import processes_with, tier
 from conftest import ROOT, SOLUTIONS, grade_folder, solutions_with
 
-from autograder.batch.jobs import kept_started
+from autograder.timing import kept_started
 from autograder.rubric import RubricError, load_rubric
 from autograder.runner import reference_worker
 from autograder.sandbox.host.floor import Floor

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import yaml
 
-from ..submission.names import printable
+from ..terminal import printable
 from ..submission.reading import open_file_within, read_within, walk, zip_link, zip_name
 
 METADATA = "submission_metadata.yml"

@@ -20,23 +20,18 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from ..outcome import Ended
 from ..report import failure_json
 from ..rubric import Rubric
 from ..runner import grade, reference_worker
 from ..sandbox.host.floor import Floor
 from ..sandbox.host import reaper, scratch
-from ..sandbox.host.proxy import Slot
 from ..sandbox.host.tiers import STUDENT_IDS, isolation_for, weakened_warning
 from ..submission import open_submission
 from ..submission.reading import SubmissionError
-from ..timing import renew
+from ..terminal import STOPS
+from ..timing import kept_started
 
 PR_SET_PDEATHSIG = 1
-# What `kill`, `timeout`, a scheduler and a closed terminal send: a stop, as Ctrl-C is. Windows has no SIGHUP, and the
-# command line (a student's `check` too) installs these on any OS.
-STOPS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-
 
 @dataclass(frozen=True)
 class Task:
@@ -85,15 +80,6 @@ def job_main(conn: Connection, setup: Setup) -> None:
             conn.send(_grade_one(rubric, isolation, setup, task, reference))
     finally:
         reference.stop()
-
-
-def kept_started(reference: Slot, floor: Floor) -> None:
-    """The job's reference worker, renewed if due (timing.renew) and started on this thread, not by a grade: a worker
-    dies with the thread that started it (bubblewrap's --die-with-parent), and a grade's threads end with it. Started
-    as any start is, never while another job times."""
-    renew(reference)
-    with floor.shared(), contextlib.suppress(Ended):
-        reference.start()
 
 
 def _grade_one(rubric, isolation, setup: Setup, task: Task, reference) -> dict:

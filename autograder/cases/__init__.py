@@ -16,6 +16,10 @@ SUBJECTS: dict[str, str] = {}  # check -> the part of the student's code it grad
 BUILDS_ON: dict[str, tuple[str, ...]] = {}  # check -> the checks of the parts its cases run too
 DATA: dict[str, tuple[Path, ...]] = {}  # check -> the files it reads (a rubric citing it is refused without them)
 IMPORTS: dict[str, tuple[str, ...]] = {}  # check -> slow imports its own requests cause, done before its component starts
+# component -> the libraries its cases (and staff tests) build values of: numpy and torch, unless its module's USES says
+# less (ngram's cases send lists, strings and a numpy generator): its workers, and the grader, then never import torch.
+USES: dict[str, tuple[str, ...]] = {}
+TENSORS = ("numpy", "torch")
 FILES: dict[str, str] = {}  # component -> the student API's file that holds it: each component's case module says (FILE)
 
 
@@ -49,3 +53,4 @@ for _module in pkgutil.iter_modules(__path__):
     _loaded = importlib.import_module(f"{__name__}.{_module.name}")
     if hasattr(_loaded, "FILE"):
         FILES[_module.name] = _loaded.FILE
+        USES[_module.name] = getattr(_loaded, "USES", TENSORS)

@@ -14,12 +14,14 @@ import math
 from typing import Literal
 
 import numpy as np
-import torch
 
 from ..gradients import check_gradients
 from ..rounding import rounded
 from . import check
 from .common import call_leaving_inputs, tensor, tensors
+from ..tensors import deferred
+
+torch = deferred("torch")
 
 FILE = "attention.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 

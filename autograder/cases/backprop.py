@@ -15,6 +15,7 @@ from ..rounding import exact, rounded
 from . import check
 from .common import with_layout
 
+USES = ("numpy",)  # numpy arrays only: its workers forbid torch, and its checks need none in the grader
 FILE = "backprop.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
 PARAM_KEYS = ("E", "W", "b", "U", "c")

@@ -2,32 +2,38 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..judge import LIKELY
 from ..sandbox.host.process import StudentRaised
+from ..tensors import deferred, is_tensor
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+torch = deferred("torch")
+
+
+
+def torch_dtype(name: str):
+    """The case's dtype, "float32" or "float64", as torch's."""
+    return {"float32": torch.float32, "float64": torch.float64}[name]
 
 
 def tensor(rng: np.random.Generator, *shape: int, dtype: str, scale: float = 0.5) -> torch.Tensor:
     """A normal random tensor drawn from the case's RNG."""
-    return torch.from_numpy(rng.normal(scale=scale, size=shape)).to(DTYPES[dtype])
+    return torch.from_numpy(rng.normal(scale=scale, size=shape)).to(torch_dtype(dtype))
 
 
 def tensors(t, got, what: str, names: tuple[str, ...]) -> tuple:
     """The student's tuple of tensors, or a failure that says what was expected."""
-    if not (isinstance(got, tuple | list) and len(got) == len(names) and all(type(g) is torch.Tensor for g in got)):
+    if not (isinstance(got, tuple | list) and len(got) == len(names) and all(is_tensor(g) for g in got)):
         t.fail(f"{what}: expected a tuple of {len(names)} tensors ({', '.join(names)}), got {type(got).__name__}.")
     return tuple(got)
 
 
 def call_leaving_inputs(t, fn, args: list, names: tuple[str, ...], what: str):
     """Call `fn` on inputs placed in the worker, then check that the tensor inputs are left as they were."""
-    placed = [t.student.put(a) if isinstance(a, torch.Tensor) else a for a in args]
+    placed = [t.student.put(a) if is_tensor(a, subclasses=True) else a for a in args]
     got = fn(*placed)
     for name, arg, remote in zip(names, args, placed):
-        if isinstance(arg, torch.Tensor):
+        if is_tensor(arg, subclasses=True):
             t.unchanged(t.student.value(remote), arg, f"{what}: the argument {name} afterwards (inputs must not be modified in place)")
     return got
 

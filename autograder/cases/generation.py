@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
 
 from ..diagnose import sample_shows
 from ..gradients import fill_parameters, load_reference_weights
@@ -33,6 +32,9 @@ from ..sandbox.host.process import StudentRaised
 from . import check
 from ..chi_square import chi_square_p_value
 from .transformer import PARTS, lm_logits, lm_modules
+from ..tensors import deferred
+
+torch = deferred("torch")
 
 # A small float64 model: V, context_length, d_model, num_layers, num_heads, d_ff.
 VOCAB, CONTEXT = 13, 8

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from itertools import permutations
 
-import torch
-
 from ..gradients import check_gradients
 from ..rounding import exact, rounded
 from . import check
 from .common import call_leaving_inputs, tensor, tensors, with_layout
+from ..tensors import deferred
+
+torch = deferred("torch")
 
 FILE = "lstm.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
@@ -41,6 +42,10 @@ def _order(order: str, source: str | None = None) -> str:
     return f"the gates are split in {source or 'the order ' + ', '.join(order)}; PyTorch's (and ours) is i, f, g, o"
 
 
+def _sigmoid(g):  # torch's, looked up when a hint is computed: importing this module imports no torch
+    return torch.sigmoid(g)
+
+
 # The gate blocks read in another order: the lecture's and TensorFlow's first, by name, and every other order after the
 # named mistakes (c_t = f * g + i * c_prev is the order f, i, g, o, but the swap in the cell is the likelier code).
 NAMED_ORDERS = {"ifog": "the lecture's order i, f, o, g", "igfo": "TensorFlow's order i, j, f, o (i, g, f, o)"}
@@ -49,7 +54,7 @@ MISTAKES = {
     "tanh is missing on the cell state (h_t = o * c_t)": {"cell_tanh": False},
     "h_t = o * tanh(c_prev): the output uses the old cell state; it is h_t = o * tanh(c_t), with the new one": {"old_cell": True},
     "the forget gate scales the candidate and the input gate the old cell (c_t = f * g + i * c_prev)": {"swap_fg": True},
-    "sigmoid instead of tanh for the candidate g": {"g_act": torch.sigmoid},
+    "sigmoid instead of tanh for the candidate g": {"g_act": _sigmoid},
     "tanh is missing on the candidate g: g is the tanh of its block, then c_t = f * c_prev + i * g": {"g_act": lambda g: g},
     "1 is added to the forget gate's pre-activation (TensorFlow's forget_bias): a forget-gate bias of about 1 is an "
     "initialisation of b, never a term of the cell": {"forget_bias": 1.0},

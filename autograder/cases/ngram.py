@@ -11,6 +11,7 @@ from ..judge import LIKELY, CaseFailed, type_name
 from . import check
 from ..chi_square import chi_square_p_value
 
+USES = ("numpy",)  # what its cases build in the worker: no tensors, so no torch in the worker or the grader
 FILE = "ngram.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
 BOS, EOS = "<s>", "</s>"

@@ -6,12 +6,13 @@ a missing transpose, an ignored h0 or an off-by-one in time all show.
 """
 from __future__ import annotations
 
-import torch
-
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..rounding import exact, rounded
 from . import check
-from .common import DTYPES, call_leaving_inputs, tensor, tensors, with_layout
+from .common import call_leaving_inputs, tensor, tensors, torch_dtype, with_layout
+from ..tensors import deferred
+
+torch = deferred("torch")
 
 FILE = "rnn.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
@@ -38,7 +39,7 @@ def forward_hints(x, h0, W_xh, W_hh, b_h) -> dict:
 
 
 def reference_model(t, vocab: int, embed: int, hidden: int, dtype: str):
-    return t.expect(lambda ref: fill_parameters(t.rng, ref.rnn.RNNLM(vocab, embed, hidden).to(DTYPES[dtype])))
+    return t.expect(lambda ref: fill_parameters(t.rng, ref.rnn.RNNLM(vocab, embed, hidden).to(torch_dtype(dtype))))
 
 
 def student_model(t, vocab: int, embed: int, hidden: int, reference):

@@ -15,14 +15,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..rounding import rounded
 from . import check
 from .attention import masked_weights_are_zero
-from .common import DTYPES, call_leaving_inputs, tensor, tensors
+from .common import call_leaving_inputs, tensor, tensors, torch_dtype
 from .generation import InWorker, seeded, trainable
+from ..tensors import deferred
+
+torch = deferred("torch")
 
 FILE = "seq2seq.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
@@ -67,7 +69,7 @@ def sizes(d_emb: int, d_hidden: int) -> dict:
 
 def models(t, size: dict, dtype: str = "float64"):
     """(student, reference) Seq2Seq models with the same random weights."""
-    reference = t.expect(lambda ref: fill_parameters(t.rng, ref.seq2seq.Seq2Seq(**size).to(DTYPES[dtype])))
+    reference = t.expect(lambda ref: fill_parameters(t.rng, ref.seq2seq.Seq2Seq(**size).to(torch_dtype(dtype))))
     student = t.student.seq2seq.Seq2Seq(**size)
     load_reference_weights(t, student, reference)
     return student, reference

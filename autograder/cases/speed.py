@@ -12,11 +12,12 @@ benchmarks/checksums.py builds its inputs here too.
 """
 from __future__ import annotations
 
-import torch
-
 from ..sandbox.worker.wire import Make
 from ..timing import compare_speed
 from . import check
+from ..tensors import deferred
+
+torch = deferred("torch")
 
 LSTM_OUTPUTS = ("hs", "h_last", "c_last")
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from ..gradients import check_gradients, fill_parameters, load_reference_weights
 from ..rounding import rounded
 from ..sandbox.host.process import StudentRaised
 from . import check
 from .attention import NONFINITE
-from .common import DTYPES, call_leaving_inputs, tensor
+from .common import call_leaving_inputs, tensor, torch_dtype
+from ..tensors import deferred
+
+torch = deferred("torch")
 
 FILE = "transformer.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
@@ -27,7 +28,7 @@ def modules(t, build, dtype: str):
     reference gets random weights, LayerNorm weights (the only 1-D weights) shifted to around 1, and the
     student's module gets the same weights."""
     def weighted(ref):
-        module = fill_parameters(t.rng, build(ref.transformer).to(DTYPES[dtype]))
+        module = fill_parameters(t.rng, build(ref.transformer).to(torch_dtype(dtype)))
         with torch.no_grad():
             for name, p in module.named_parameters():
                 if name.endswith("weight") and p.dim() == 1:

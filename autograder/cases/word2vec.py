@@ -19,6 +19,7 @@ from ..judge import type_name
 from . import check
 from ..chi_square import chi_square_p_value
 
+USES = ("numpy",)  # numpy arrays only: its workers forbid torch, and its checks need none in the grader
 FILE = "word2vec.py"  # the student API's file that holds this component: the rubric and submissions know it from here
 
 # Sentences with a one-word sentence, an empty one, a repeated word, and lengths on both sides of every window.

@@ -45,33 +45,45 @@ BUNDLE_OWN = ("README.md", "autograder", "expected.bin", "grading.yaml", "handou
 
 PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs. Each component is
 one test function, each case one of its tests, named by its number and its name: `pytest -k test_attention` runs one
-component's cases, `pytest -k pad_sentence` the cases of one function (any word of a case's name picks it)."""
+component's cases, `pytest -k pad_sentence` the cases of one function (any word of a case's name picks it), and grades
+those alone."""
 import re
 from pathlib import Path
 
 import pytest
 
-from autograder.rubric import load_rubric
-from autograder.report import feedback
-from autograder.runner import grade
-from autograder.sandbox.host.tiers import student_isolation
-from autograder.submission import open_submission
+from autograder.rubric import Case, load_rubric
 
 RUBRIC = load_rubric(Path(__file__).with_name("grading.yaml"))
 
 
 @pytest.fixture(scope="session")
-def results(tmp_path_factory, pytestconfig):
-    """Each component graded once, on the .py files beside this one, when its first case runs."""
+def results(request, tmp_path_factory, pytestconfig):
+    """Each component graded once, on the .py files beside this one, when its first case runs: the cases of it that
+    this session runs (what -k selects), in one grade. A case gives whether it passed, and the grader's feedback."""
+    # Running starts here, so the grader's modules are imported here, not while collecting: that needs the rubric alone,
+    # and `pytest -k` picking cases that need no torch imports none.
+    from autograder.report import feedback
+    from autograder.runner import grade
+    from autograder.sandbox.host.tiers import student_isolation
+    from autograder.submission import open_submission
+
+    selected = {}  # component -> the numbers of its cases that run
+    for item in request.session.items:
+        case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+        if isinstance(case, Case):
+            selected.setdefault(case.component, set()).add(case.number)
     graded = {}
 
     def result(case):
         if case.component not in graded:
             submission = open_submission(Path(__file__).parent, tmp_path_factory.mktemp(case.component),
                                          accept_misnamed=RUBRIC.accept_misnamed)
-            run = grade(RUBRIC, submission, secret="local", isolation=isolation, component_ids=[case.component], visible_only=True)
-            graded[case.component] = {r.case.name: r for r in run.results}
-        return graded[case.component][case.name]
+            run = grade(RUBRIC, submission, secret="local", isolation=isolation, component_ids=[case.component],
+                        case_numbers=selected[case.component], visible_only=True)
+            graded[case.component] = {r.case.number: r for r in run.results}
+        outcome = graded[case.component][case.number]
+        return outcome.passed, feedback(outcome)
 
     isolation, portable = student_isolation(RUBRIC.path.parent, None)
     if portable:  # said once, as `check` says it, past pytest's capture of what tests print
@@ -92,10 +104,10 @@ def cases_of(component):
 
     @pytest.mark.parametrize("case", component.cases, ids=ids)
     def test(case, results):
-        outcome = results(case)
-        if not outcome.passed:  # the grader's feedback alone: pytest's traceback would show the grader's code, not yours
-            pytest.fail(f"{case.number} {case.name}: {feedback(outcome)}", pytrace=False)
-        print(feedback(outcome))  # what your code printed, with `pytest -rP`
+        passed, said = results(case)
+        if not passed:  # the grader's feedback alone: pytest's traceback would show the grader's code, not yours
+            pytest.fail(f"{case.number} {case.name}: {said}", pytrace=False)
+        print(said)  # what your code printed, with `pytest -rP`
 
     return test
 
@@ -286,7 +298,8 @@ reference's), so passing here does not mean full marks.
 
 `check` checks the files of the folder it runs in, so run it in this folder; in `notebooks/` (`cd notebooks`,
 then `check`) it checks the notebooks. `check --dir FOLDER` checks another folder. `python -m autograder check`,
-run in this folder, is the same as `check`. `pytest` runs in this folder only.
+run in this folder, is the same as `check`. `pytest` runs in this folder only. `check --watch` (or `check --watch
+ngram`) checks again each time you save a file, in about the time the cases take, until Ctrl-C.
 
 What your code prints (`print`, `sys.stdout`, `sys.stderr`) is shown under the case that ran it, up to
 2,000 characters per case, each line behind `| `; what is written below Python (`os.write(1, ...)`, C

@@ -42,7 +42,8 @@ from ..forbidden import scan_tampering
 from ..sandbox.host.process import WORKER_FILES
 from ..sandbox.worker.audit import installed_paths, library_module
 from .choosing import Choice, Copy
-from .names import API_FILES, CODE, FILE_ORDER, NOTEBOOKS, expected_name, expected_names, joined, printable, rename
+from ..terminal import printable
+from .names import API_FILES, CODE, FILE_ORDER, NOTEBOOKS, expected_name, expected_names, joined, rename
 from .notebooks import NotebookError, notebook_code
 from .reading import (MAX_FILE_BYTES, Source, SubmissionError, linked, modified_within, read_within, size, utf8, walk,
                       zip_sources)

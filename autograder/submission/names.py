@@ -49,12 +49,6 @@ def expected_names(graded: Collection[str]) -> str:
     return f"{joined(order, 'or')}, or a notebook named like {'one' if len(order) > 1 else 'it'} ({notebook_name(example)})"
 
 
-def printable(text: str, keep: str = "") -> str:
-    """`text` with each character a terminal would act on or hide (control characters, escape sequences, bidi
-    overrides, zero-width spaces), but those in `keep`, written as its escape: file names are the students'."""
-    return "".join(c if c.isprintable() or c in keep else c.encode("unicode_escape").decode() for c in text)
-
-
 def expected_name(name: str) -> str | None:
     """The component file or notebook that file `name` is named as, exactly or closely (NGram.py, rnn.PY,
     backprop.py.txt, attention (1).py, lstm_solution.py -> lstm.py, Copy of ngram.ipynb -> ngram.ipynb, ngrаm.py with a

@@ -22,7 +22,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, NamedTuple
 
-from .names import CODE, printable
+from ..terminal import printable
+from .names import CODE
 
 MAX_FILE_BYTES = 1 << 20
 MAX_NOTEBOOK_BYTES = 64 << 20  # read limit: outputs and images make notebooks far larger than their code, which MAX_FILE_BYTES limits

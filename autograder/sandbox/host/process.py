@@ -42,7 +42,9 @@ from .tiers import Tier, cuda_driver_dirs
 WORKER_SIDE = Path(__file__).parents[1] / "worker"
 WORKER_FILES = ("worker.py", "walls.py", "guard.py", "forbidden_ops.py", "audit.py", "seccomp.py", "wire.py")
 STARTUP_SECONDS = 60.0
-PRELOAD = ("numpy", "torch")  # torch takes about 0.9 s to import: a template (or a worker started ahead) pays it early
+# What a worker imports before student code unless its cases need less (cases.USES): torch takes about 0.9 s to import,
+# which a template (or a worker started ahead) pays early.
+PRELOAD = ("numpy", "torch")
 # What torch imports on a process's first backward, 0.3 s: a template imports it once for all the workers it forks.
 FIRST_BACKWARD = ("torch.fx.experimental.symbolic_shapes",)
 # Fixed malloc thresholds: glibc otherwise moves them with each process's history, so two workers
@@ -151,10 +153,10 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-def preloaded(forbidden_modules: list[str], imports: tuple[str, ...] = ()) -> list[str]:
-    """What a worker imports before student code, so that no case pays for it: PRELOAD and what the cases' own
-    requests import (cases.IMPORTS), less any module that clashes with a forbidden one."""
-    return [m for m in dict.fromkeys(PRELOAD + imports) if not _clashes(m, forbidden_modules)]
+def preloaded(forbidden_modules: list[str], imports: tuple[str, ...] = PRELOAD) -> list[str]:
+    """What a worker imports before student code, so that no case pays for it: what its cases' requests use and import
+    (runner._modules), less any module that clashes with a forbidden one."""
+    return [m for m in dict.fromkeys(imports) if not _clashes(m, forbidden_modules)]
 
 
 def _clashes(module: str, forbidden_modules: list[str]) -> bool:
@@ -163,9 +165,9 @@ def _clashes(module: str, forbidden_modules: list[str]) -> bool:
     return any(f == module or f.startswith(module + ".") or module.startswith(f + ".") for f in forbidden_modules)
 
 
-def template_modules(imports: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """What a template imports for the workers it forks: PRELOAD, FIRST_BACKWARD and the cases' own imports."""
-    return tuple(dict.fromkeys(PRELOAD + FIRST_BACKWARD + imports))
+def template_modules(imports: tuple[str, ...] = PRELOAD) -> tuple[str, ...]:
+    """What a template imports for the workers it forks: what their cases use and import, and with torch FIRST_BACKWARD."""
+    return tuple(dict.fromkeys(imports + (FIRST_BACKWARD if "torch" in imports else ())))
 
 
 def start_template(tier: Tier, modules: tuple[str, ...] = template_modules()) -> Template:
@@ -182,7 +184,7 @@ class Worker:
     """One running worker process holding one submission: in the sandbox, forked from `template` where it may be
     (template.py), else started from nothing; in the portable tier (a student's own machine), spawned with no walls."""
 
-    def __init__(self, submission_dir: Path, forbidden: Forbidden, limits: Limits, tier: Tier, imports: tuple[str, ...] = (),
+    def __init__(self, submission_dir: Path, forbidden: Forbidden, limits: Limits, tier: Tier, imports: tuple[str, ...] = PRELOAD,
                  template: Template | None = None):
         self.limits = limits
         template = template if tier.walled and template and not template.gone and forkable(forbidden.modules, template.modules) else None

@@ -16,7 +16,7 @@ from pathlib import Path
 from ...outcome import Ended, GraderFailed
 from . import reaper
 from ..worker import wire
-from .process import BadReply, CallTimeout, Deadline, Forbidden, Limits, StudentRaised, Worker, WorkerFailure, WorkerWontStart
+from .process import PRELOAD, BadReply, CallTimeout, Deadline, Forbidden, Limits, StudentRaised, Worker, WorkerFailure, WorkerWontStart
 from .template import Template
 from .tiers import Tier
 
@@ -89,7 +89,7 @@ class Slot:
 
     START_TRIES = 2
 
-    def __init__(self, submission_dir: Path, forbidden: Forbidden, limits: Limits, tier: Tier, imports: tuple[str, ...] = (),
+    def __init__(self, submission_dir: Path, forbidden: Forbidden, limits: Limits, tier: Tier, imports: tuple[str, ...] = PRELOAD,
                  template: Template | None = None, staff: bool = False):
         self.submission_dir, self.forbidden, self.limits, self.tier, self.imports = submission_dir, forbidden, limits, tier, imports
         self.template = template
