@@ -22,7 +22,6 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-
 from . import unittests
 from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TENSORS, TIMING, USES
 from .expected import Live, Replay
@@ -40,10 +39,10 @@ from .sandbox.host.tape import Tape
 from .sandbox.host.template import Template, TemplateGone
 from .sandbox.host.tiers import STUDENT_IDS, Isolation, Tier
 from .submission import Submission
+from .tensors import deferred
 from .terminal import printable
 from .timing import Speed, Verdict, reference_slot
 from .trial import Trial
-from .tensors import deferred
 
 torch = deferred("torch")
 
@@ -201,8 +200,9 @@ def grade(
     timing = [pos for pos, s in enumerate(order) if any(k.check in TIMING for k in shares[s][1])]
     if timing:
         order.insert(timing[1] if len(timing) > 1 else len(order), None)
-    # The submission's workers fork from one template (sandbox/host/template.py) that imports torch, and what the
-    # cases' own requests import (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a
+    # The submission's workers fork from one template (sandbox/host/template.py) that imports what the cases use
+    # (cases.USES: numpy, and torch but for ngram, backprop and word2vec) and what their own requests import
+    # (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a
     # parent-death signal follows the thread that started the process, and the lanes' threads end before grading does.
     modules = template_modules(_modules([k for _, cases in todo for k in cases]))
     own_template = template is None

@@ -1,7 +1,7 @@
 """torch on first use. Importing it costs about a second, and a command whose cases never touch a tensor (a check of
 ngram or backprop) must not pay it: a module of the grader that uses torch binds `torch = deferred("torch")`, which
 imports it at the first attribute looked up. No value can be a tensor before torch is imported, so the type tests
-here answer from sys.modules instead of importing torch to answer no."""
+here import torch only where it is imported already (or being imported) instead of importing it to answer no."""
 from __future__ import annotations
 
 import importlib
@@ -27,9 +27,15 @@ def deferred(name: str):
     return _Deferred(name)
 
 
+def imported(name: str):
+    """The module `name` where it is imported, else None; an import another thread has begun is waited for (the import
+    system's lock: a lane may import torch while another judges ngram's answers)."""
+    return importlib.import_module(name) if name in sys.modules else None
+
+
 def is_tensor(value, subclasses: bool = False) -> bool:
     """Whether `value` is a torch tensor: exactly one (the wire builds no subclass), or with `subclasses` a Parameter too."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if torch is None:
         return False
     return isinstance(value, torch.Tensor) if subclasses else type(value) is torch.Tensor
@@ -41,10 +47,10 @@ def is_array(value) -> bool:
 
 
 def is_module(value) -> bool:
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     return torch is not None and isinstance(value, torch.nn.Module)
 
 
 def is_torch_dtype(value) -> bool:
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     return torch is not None and isinstance(value, torch.dtype)

@@ -914,16 +914,16 @@ WINDOWS_LACKS = ("SIGHUP", "SIGKILL", "SIGSTOP", "SIGCONT", "SIGQUIT", "SIGUSR1"
 
 @pytest.mark.slow
 def test_the_command_line_starts_with_the_signals_windows_has():
-    """With Windows's signals only, the command line imports and installs its stop handlers (cli.stops_as_interrupts),
-    and a missing one would show: deleting SIGTERM too fails the same run."""
+    """With Windows's signals only, the command line and the student's commands import, and the stop handlers install
+    (cli.stops_as_interrupts); a missing one would show: deleting SIGINT too fails the same run."""
     def run(names) -> subprocess.CompletedProcess:
         script = "import signal\n" + "".join(f"del signal.{n}\n" for n in names) + (
-            "from autograder import cli\nwith cli.stops_as_interrupts([]):\n    print(cli.build_parser().parse_args(['check']).command_module)\n")
+            "from autograder import cli\nfrom autograder.commands import check, watch\nwith cli.stops_as_interrupts([]):\n    print(cli.build_parser().parse_args(['check']).command_module)\n")
         return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     windows = run(WINDOWS_LACKS)
     assert windows.returncode == 0 and windows.stdout.strip() == "check", windows.stderr
-    assert "AttributeError" in run((*WINDOWS_LACKS, "SIGTERM")).stderr
+    assert "AttributeError" in run((*WINDOWS_LACKS, "SIGINT")).stderr
 
 
 @pytest.mark.slow

@@ -1,9 +1,12 @@
 """Each command imports what it uses (issue 43): the command line parses before it imports a command, and a check of a
 component whose cases build no tensors (ngram, backprop, word2vec) imports no torch in the grader nor in its workers.
 These hold the import sets, not the seconds (BENCHMARKS.md times them)."""
+import importlib
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from autograder.cases import USES
 from autograder.rubric import load_rubric
 from autograder.runner import _modules
 from autograder.sandbox.host.process import WORKER_SIDE, forkable, template_modules
+from autograder.tensors import imported
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARIES = ("numpy", "torch", "yaml", "pydantic")
@@ -67,3 +71,20 @@ def test_the_parsers_similarity_default_is_the_reports():
     from autograder.cli import SIMILARITY_HELP
 
     assert SIMILARITY_HELP == f"(default: {DEFAULT_THRESHOLD})"
+
+
+def test_a_type_test_waits_for_an_import_another_thread_has_begun(tmp_path, monkeypatch):
+    """A lane may import torch while another judges ngram's answers: sys.modules then holds a half-made torch, whose
+    Tensor a type test must not look up (seen: "partially initialized module 'torch' has no attribute 'Tensor'")."""
+    (tmp_path / "slow_library.py").write_text("import threading, time\nSTARTED = threading.Event()\nSTARTED.set()\n"
+                                              "time.sleep(0.5)\nclass Tensor:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importing = threading.Thread(target=importlib.import_module, args=("slow_library",))
+    importing.start()
+    while "slow_library" not in sys.modules or not hasattr(sys.modules["slow_library"], "STARTED"):
+        time.sleep(0.01)
+    try:
+        assert hasattr(imported("slow_library"), "Tensor")
+    finally:
+        importing.join()
+        sys.modules.pop("slow_library", None)

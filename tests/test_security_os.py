@@ -458,8 +458,9 @@ def test_junk_on_every_descriptor_fails_only_that_case(tmp_path):
 STALL = r'''
 if contexts.shape == (9, 4):  # "FFNN-LM backward, other sizes": its next request is larger than a page
     import fcntl, os
-    with open("/proc/self/cmdline", "rb") as f:
-        request_fd = int(f.read().split(b"\0")[-3])  # worker.py REQUEST_FD REPLY_FD
+    fds = [int(fd) for fd in os.listdir("/proc/self/fd")]  # started from nothing or forked: its request pipe is the pipe it reads
+    request_fd, = [fd for fd in fds if os.path.exists(f"/proc/self/fd/{fd}") and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+                   and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY]
     held = os.dup(request_fd)  # the request pipe stays open here, and nothing will read it
     fcntl.fcntl(held, fcntl.F_SETPIPE_SZ, 4096)
     r, w = os.pipe()
