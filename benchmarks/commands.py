@@ -50,7 +50,8 @@ class Tree:
     root: Path
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")},
+        # Bytecode written and reused, as on a student's machine from the second run on (some shells here forbid it).
+        return {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE")},
                 "PYTHONPATH": str(self.root), **extra}
 
 
@@ -367,7 +368,8 @@ def section(f: dict, measured: str) -> str:
              f"(`{f['python']}`), each a process timed from start to exit, {_times(f['runs'])}, before and after "
              f"alternately, in one run. **Before** is commit {f['before']}, unpacked by `git archive` into a temporary "
              "folder; **after** is the working tree. Each command runs with its tree (or that tree's bundle) as its folder "
-             "and PYTHONPATH, and imports that tree's own `autograder` package (checked before measuring). Seconds are "
+             "and PYTHONPATH, and imports that tree's own `autograder` package (checked before measuring), its bytecode "
+             "written on the first run and reused after, as on a student's machine. Seconds are "
              f"medians of {f['runs']}; **imports** divides them by this machine's own `python -c \"import torch\"`, timed "
              f"{_times(f['runs'])} in the same run: median {unit:.2f} s (from {min(f['unit']):.2f} to {max(f['unit']):.2f}). "
              "A student's bundle is built once per tree by its own `release --out` (the seconds it took: "

@@ -37,7 +37,8 @@ from autograder.rubric import load_rubric
 from autograder.expected import ROUNDED, Diverged, Live, Recorder, Replay
 from autograder.reference import Reference
 from autograder import __version__
-from autograder.release.bundle import BUNDLE_OWN, DISTRIBUTION, student_pins, student_requirements
+from autograder.release import BUNDLE_OWN
+from autograder.release.bundle import DISTRIBUTION, student_pins, student_requirements
 from autograder.release.notebooks import Handout, write_notebook
 from autograder.runner import grade
 from autograder.sandbox.host.tiers import Tier
@@ -45,7 +46,7 @@ from autograder.submission import open_submission
 from autograder.submission.notebooks import CHECK_TAG
 from autograder.verify import one_per_file, write_edits
 
-# The bundle's own files at its top (release.bundle.BUNDLE_OWN, which `check` leaves out of its account), and the notebooks.
+# The bundle's own files at its top (release.BUNDLE_OWN, which `check` leaves out of its account), and the notebooks.
 RELEASED = {*BUNDLE_OWN, "notebooks"}
 # A Python that stands for a laptop without Linux loads tests/not_linux/not_linux.py at start-up, through these .pth lines.
 NOT_LINUX = ROOT / "tests" / "not_linux"

@@ -18,7 +18,7 @@ from autograder.sandbox.host.process import WORKER_SIDE, forkable, template_modu
 from autograder.tensors import imported
 
 ROOT = Path(__file__).resolve().parents[1]
-LIBRARIES = ("numpy", "torch", "yaml", "pydantic")
+LIBRARIES = ("numpy", "torch", "yaml", "pydantic", "nbformat")
 # What the command line itself imports, before it knows the command: the exit statuses and the tiers' names.
 COMMAND_LINE = {"autograder", "autograder.cli", "autograder.terminal", "autograder.sandbox", "autograder.sandbox.host",
                 "autograder.sandbox.host.reaper", "autograder.sandbox.host.tiers"}
@@ -44,7 +44,8 @@ def test_a_check_of_ngram_imports_no_torch_in_the_grader(tmp_path):
     (tmp_path / "ngram.py").write_text((ROOT / "solutions" / "ngram.py").read_text())
     modules = imported_by("check", "ngram", "--dir", str(tmp_path), "-q")
     assert "torch" not in modules and "autograder.cases.ngram" in modules
-    assert not {m for m in modules if m.startswith(("autograder.batch", "autograder.release.gradescope", "autograder.oracles.a"))}
+    # Nor a TA's or staff's libraries: the batch, the releases' (nbformat), other components' oracles.
+    assert not {m for m in modules if m.startswith(("autograder.batch", "autograder.release.", "nbformat", "autograder.oracles.a"))}
 
 
 def test_the_workers_of_ngram_backprop_and_word2vec_import_numpy_alone():

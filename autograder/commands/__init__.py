@@ -12,10 +12,10 @@ from ..terminal import Terminal
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def rubric_of(args, ui: Terminal, components: list[str] | None = None) -> Rubric:
+def rubric_of(args, ui: Terminal, components: list[str] | None = None, calls: bool = True) -> Rubric:
     """The rubric is staff input: --config, else the one beside this package (a course's, or a student bundle's);
-    never one found in the current folder, which may be a submission's."""
-    rubric = load_rubric(Path(args.config) if args.config else PROJECT_ROOT / "grading.yaml", components)
+    never one found in the current folder, which may be a submission's. `components` and `calls`: rubric.load_rubric's."""
+    rubric = load_rubric(Path(args.config) if args.config else PROJECT_ROOT / "grading.yaml", components, calls)
     ui.note(f"rubric: {rubric.path} (sha256 {rubric.digest[:12]})")
     return rubric
 

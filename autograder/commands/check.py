@@ -1,13 +1,15 @@
 """`check`: a student's visible cases, on their own machine, as the grader runs them."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path, PurePosixPath
 
-from ..release.bundle import BUNDLE_OWN
+from ..release import BUNDLE_OWN
 from ..report import print_table
-from ..rubric import Rubric, RubricError
-from ..runner import grade
+from ..rubric import Rubric, RubricError, load_rubric
+from ..runner import grade, warm_template
 from ..sandbox.host import scratch
+from ..sandbox.host.template import TemplateGone
 from ..sandbox.host.tiers import TierUnavailable, student_isolation
 from ..submission import open_submission
 from ..submission.reading import SubmissionError
@@ -31,20 +33,24 @@ def students_own(account, rubric: Rubric, folder: Path) -> tuple:
 
 
 def run(args, ui: Terminal) -> int:
+    components = args.component or None
     try:
-        rubric = rubric_of(args, ui, args.component or None)
-        components = args.component or None
+        # The rubric without its staff tests first: enough to start the workers' template, which then imports its
+        # libraries while collecting the staff tests imports theirs here (torch, a second each, on two cores at once).
+        outline = rubric_of(args, ui, [], calls=False)
         for cid in components or ():
-            rubric.component(cid)
+            outline.component(cid)
         with scratch.folder("check") as copies:
-            submission = open_submission(Path(args.dir), copies / "submission", accept_misnamed=rubric.accept_misnamed,
-                                         graded=rubric.files)
-            isolation, portable = student_isolation(rubric.path.parent, rubric.solutions_dir, args.require_tier)
+            submission = open_submission(Path(args.dir), copies / "submission", accept_misnamed=outline.accept_misnamed,
+                                         graded=outline.files)
+            isolation, portable = student_isolation(outline.path.parent, outline.solutions_dir, args.require_tier)
             if portable:
                 ui.note(portable)
             ui.warn(isolation.tier.warning)
-            with isolation:
-                run = grade(rubric, submission, secret="local", isolation=isolation, component_ids=components, visible_only=True)
+            with isolation, started(outline, components, submission, isolation) as template:
+                rubric = load_rubric(outline.path, components, calls=False)
+                run = grade(rubric, submission, secret="local", isolation=isolation, component_ids=components, visible_only=True,
+                            template=template)
     except SubmissionError as exc:  # the folder is the student's own, on their machine: say which one was looked in
         ui.error(f"{exc} (checked the folder {Path(args.dir).resolve()}: run check where your files are, or give --dir)")
         return USAGE_ERROR
@@ -57,6 +63,22 @@ def run(args, ui: Terminal) -> int:
     if run.grader_failed:
         return GRADER_FAILED
     return 1 if any(r.counted and not r.passed for r in run.results) else 0  # scripts and CI can tell a failed case
+
+
+@contextlib.contextmanager
+def started(rubric: Rubric, components: list[str] | None, submission, isolation):
+    """The template that `grade` would start for the visible cases of `components` (default: every one), started and
+    importing now (nothing is timed yet), closed after."""
+    chosen = [rubric.component(c) for c in components] if components else rubric.components
+    template = warm_template([(c, [k for k in c.cases if k.visible]) for c in chosen], submission, isolation.tier)
+    try:
+        if template:
+            with contextlib.suppress(TemplateGone):  # grade starts its workers from nothing then, as without a template
+                template.begin()
+        yield template
+    finally:
+        if template:
+            template.close()
 
 
 def visible_cases_line(run) -> str:

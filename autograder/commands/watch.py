@@ -182,7 +182,7 @@ def run(args, ui: Terminal) -> int:
     Ctrl-C; only a rubric, component or tier that cannot be used ends it early (USAGE_ERROR)."""
     folder = Path(args.dir)
     try:
-        rubric = rubric_of(args, ui, args.component or None)
+        rubric = rubric_of(args, ui, args.component or None, calls=False)
         components = [rubric.component(c) for c in args.component] if args.component else list(rubric.components)
         if not folder.exists():
             raise SubmissionError(f"{folder.resolve()} does not exist: run check where your files are, or give --dir")

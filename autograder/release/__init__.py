@@ -18,6 +18,11 @@ from ..sandbox.host.process import Forbidden
 
 PACKAGE = Path(__file__).resolve().parents[1]
 PROJECT = PACKAGE.parent
+# What a bundle holds of its own at its top, beside the starter files, the notebooks and the staff tests' folders:
+# `check` in the bundle lists none of it (commands/check.students_own), only the student's files (tests/test_bundle.py
+# checks it). Here, not in bundle.py, whose notebooks library a check need not import.
+BUNDLE_OWN = ("README.md", "autograder", "expected.bin", "grading.yaml", "handouts", "pyproject.toml", "pytest.ini",
+              "requirements.txt", "test_visible.py")
 
 # The lines around the rules: in a handout, comments that Markdown does not show; in a solution, a heading,
 # and the rules run to the end of the module docstring.

@@ -38,10 +38,6 @@ from .notebooks import Handout, write_notebook
 from .starter import render_starter
 
 EXPECTED = "expected.bin"
-# What a bundle holds of its own at its top, beside the starter files, the notebooks and the staff tests' folders:
-# `check` in the bundle lists none of it (cli.students_own), only the student's files (tests/test_bundle.py checks it).
-BUNDLE_OWN = ("README.md", "autograder", "expected.bin", "grading.yaml", "handouts", "pyproject.toml", "pytest.ini",
-              "requirements.txt", "test_visible.py")
 
 PYTEST_FILE = '''"""The visible cases as pytest tests: `pytest` here runs what `python -m autograder check` runs. Each component is
 one test function, each case one of its tests, named by its number and its name: `pytest -k test_attention` runs one
