@@ -48,3 +48,14 @@ def replace_section(text: str, heading: str, section: str, before: str | None = 
         at = lines.index(before)
         return "\n".join(lines[:at] + new + [""] + lines[at:]) + "\n"
     return "\n".join(lines + [""] + new) + "\n"
+
+
+def section_of(text: str, heading: str) -> str | None:
+    """The section of `text` (BENCHMARKS.md) that starts at the line `heading`, to the next `## ` line; None if none."""
+    lines = text.split("\n")
+    if heading not in lines:
+        return None
+    start = lines.index(heading)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "\n".join(lines[start:end]).rstrip("\n")
+
