@@ -16,7 +16,6 @@ import os
 import platform
 import queue
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -37,6 +36,8 @@ BEFORE = "83783cf"
 RUNS = 5
 COMPONENTS = ("ngram", "backprop", "attention", "transformer")
 WATCHED = ("ngram", "attention")
+QUIET_SECONDS = 10.0  # the window, before and after the run, in which the machine's own load is measured
+QUIET_MOST = 0.05  # busier than this share of one core then: not idle
 WATCH_TIMEOUT = 180  # seconds to wait for one result of the watch mode before calling it failed
 TORCH = [sys.executable, "-c", "import torch"]
 TOTAL = re.compile(r"^Total: ([\d.]+) / ([\d.]+)")
@@ -232,9 +233,12 @@ def watch_saves(tree: Tree, component: str, folder: Path, saves: int, log) -> di
     return {"first": first, "seconds": seconds, "full_marks": all(full)}
 
 
-def _own_cpu() -> float:
-    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
-                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+def quiet_share(seconds: float = QUIET_SECONDS) -> float:
+    """The share of one core the machine was busy over `seconds` while nothing of the benchmark ran. (Its own use
+    during the run cannot be told from others': the CPU of sandboxed workers killed, not waited for, counts for no one.)"""
+    busy = busy_cpu()
+    time.sleep(seconds)
+    return (busy_cpu() - busy) / seconds
 
 
 def machine() -> str:
@@ -247,7 +251,7 @@ def machine() -> str:
 
 def run(scratch: Path, log, runs: int = RUNS, rows: str | None = None) -> dict:
     chosen = picked(rows)
-    busy, own, clock = busy_cpu(), _own_cpu(), time.monotonic()
+    quiet_before, clock = quiet_share(), time.monotonic()
     after = Tree("after", ROOT)
     log(f"before: commit {BEFORE}, unpacked with git archive")
     before = unpack(BEFORE, scratch / "before")
@@ -304,11 +308,11 @@ def run(scratch: Path, log, runs: int = RUNS, rows: str | None = None) -> dict:
                                 + f": {last_line(m['tail'])[:300]}")
         figures.append({"key": row.key, "label": row.label, "needs": row.needs, **measured})
 
-    other = max(0.0, (busy_cpu() - busy) - (_own_cpu() - own))
+    wall, quiet_after = time.monotonic() - clock, quiet_share()
     return {"before": BEFORE, "runs": runs, "unit": unit, "rows": figures, "failures": failures, "notes": notes,
             "machine": machine(),
             "releases": {f"{k[0]} {k[1]}": v for k, v in releases.items()},
-            "skipped": [r.key for r in ROWS if r not in chosen], "wall": time.monotonic() - clock, "other_cpu": other,
+            "skipped": [r.key for r in ROWS if r not in chosen], "wall": wall, "quiet": [quiet_before, quiet_after],
             "python": os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(str(ROOT)) else sys.executable}
 
 
@@ -374,9 +378,10 @@ def section(f: dict, measured: str) -> str:
              f"{_times(f['runs'])} in the same run: median {unit:.2f} s (from {min(f['unit']):.2f} to {max(f['unit']):.2f}). "
              "A student's bundle is built once per tree by its own `release --out` (the seconds it took: "
              + (", ".join(f"{k} {v:.0f} s" for k, v in f["releases"].items() if v is not None) or "none built") + ").",
-             f"Machine: {f['machine']}. Over the {f['wall'] / 60:.1f} minutes measured, processes other than the "
-             f"benchmark's took {f['other_cpu']:.0f} core-seconds ({f['other_cpu'] / f['wall']:.0%} of one core): "
-             + ("the machine was NOT otherwise idle, and the figures are less sure." if f["other_cpu"] > 0.1 * f["wall"]
+             f"Machine: {f['machine']}. With nothing of the benchmark running, it was busy "
+             f"{f['quiet'][0]:.0%} of one core over {QUIET_SECONDS:g} s before the {f['wall'] / 60:.1f} minutes measured and "
+             f"{f['quiet'][1]:.0%} after them: "
+             + ("the machine was NOT otherwise idle, and the figures are less sure." if max(f["quiet"]) > QUIET_MOST
                 else "the machine was otherwise idle.")]
     header = ["command", "before: s", "before: imports", "after: s", "after: imports", "after / before",
               "exit status (before; after)"]
