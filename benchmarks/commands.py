@@ -76,7 +76,8 @@ ROWS = [Row("version", "`autograder --version`"), Row("help", "`autograder --hel
         Row("bundle:all", "`autograder check` (every component)", "bundle"),
         Row("pytest", "`pytest -k pad_sentence`", "part1"),
         Row("grade", "`autograder grade solutions` (every case)"),
-        *(Row(f"watch:{c}", f"`autograder check --watch {c} --dir D`: a save to its result") for c in WATCHED)]
+        *(Row(f"watch:{c}", f"`autograder check --watch {c} --dir D`: a save to its result") for c in WATCHED),
+        *(Row(f"watch:{c}:bundle", f"`autograder check --watch {c}`: a save to its result", "bundle") for c in WATCHED)]
 VIEWS = {"": "the course repo", "bundle": "the bundle", "part1": "the part-1 bundle"}
 GROUPS = {"": "The course repo (a TA's view; the tree's root, on its solutions/)",
           "bundle": "A student bundle of the whole course holding solutions/' files (`release --out`; the student's view)",
@@ -280,7 +281,7 @@ def run(scratch: Path, log, runs: int = RUNS, rows: str | None = None) -> dict:
     figures = []
     for row in chosen:
         if row.key.startswith("watch:"):
-            figures.append(watch_row(row, before, after, scratch, runs, log, failures))
+            figures.append(watch_row(row, before, after, bundles, scratch, runs, log, failures))
             continue
         found = {tree.name: commands(row, tree, bundles) for tree in trees}
         measured = {name: {"seconds": [], "status": []} if isinstance(c, Command) else {"na": c} for name, c in found.items()}
@@ -316,19 +317,27 @@ def run(scratch: Path, log, runs: int = RUNS, rows: str | None = None) -> dict:
             "python": os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(str(ROOT)) else sys.executable}
 
 
-def watch_row(row: Row, before: Tree, after: Tree, scratch: Path, runs: int, log, failures: list[str]) -> dict:
-    """After only: the watch mode is new. Its row says "not available" where the tree has no `check --watch`."""
+def watch_row(row: Row, before: Tree, after: Tree, bundles: dict, scratch: Path, runs: int, log, failures: list[str]) -> dict:
+    """After only: the watch mode is new. Its row says "not available" where the tree has no `check --watch`. In the
+    course repo on a copy of solutions/; in the bundle, in the bundle's own folder, as a student runs it."""
     component = row.key.split(":")[1]
-    out = {"key": row.key, "label": row.label, "needs": "", "before": {"na": "none (new)"}}
+    out = {"key": row.key, "label": row.label, "needs": row.needs, "before": {"na": "none (new)"}}
     if not watch_available(after):
         log(f"{row.key}: `check --watch` is not available in the working tree")
         out["after"] = {"na": "not available (no `check --watch` yet)"}
         return out
-    folder = scratch / f"watch-{component}"
-    shutil.copytree(after.root / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    if row.needs:
+        bundle = bundles[row.needs, after.name][0]
+        if bundle is None:  # said among the failures: its `release --out` failed
+            out["after"] = {"na": "no bundle"}
+            return out
+        where, folder = Tree(after.name, bundle), bundle
+    else:
+        where, folder = after, scratch / f"watch-{component}"
+        shutil.copytree(after.root / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
     log(f"{row.key}: check --watch {component}, {runs} saves")
     try:
-        watched = watch_saves(after, component, folder, runs, log)
+        watched = watch_saves(where, component, folder, runs, log)
     except RuntimeError as e:
         failures.append(f"{row.label}, after: {e}")
         out["after"] = {"na": f"**failed**: {str(e).splitlines()[0][:200]}"}
@@ -398,12 +407,14 @@ def section(f: dict, measured: str) -> str:
         parts += [f"{title}:", table(header, lines)]
     watched = [r for r in f["rows"] if r["key"].startswith("watch:") and "first" in r["after"]]
     if any(r["key"].startswith("watch:") for r in f["rows"]):
-        parts.append(f"The watch rows (after only): `check --watch` started once on a copy of solutions/; then its component's "
+        parts.append(f"The watch rows (after only): `check --watch` started once on a copy of solutions/ (the course repo) or "
+                     "in the bundle holding their files; then its component's "
                      f"file rewritten {_times(f['runs'])} (one comment line changed, as an editor saves), a second apart, each "
                      "timed from the write to the end of the next result printed (its `Total:` line); exit status 0 when "
                      "every result had full marks."
-                     + "".join(f" From its start to the first result: {r['after']['first']:.2f} s ({r['key'].split(':')[1]})."
-                                for r in watched))
+                     + " From its start to the first result: "
+                     + "; ".join(f"{r['after']['first']:.2f} s ({r['key'].split(':')[1]}, {VIEWS[r['needs']]})" for r in watched)
+                     + ".")
     if f["notes"]:
         parts.append("Not measured before: " + "; ".join(n.replace("|", "\\|") for n in f["notes"]) + ".")
     if f["skipped"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path, PurePosixPath
 
+from ..cases import TENSORS, USES
 from ..release import BUNDLE_OWN
 from ..report import print_table
 from ..rubric import Rubric, RubricError, load_rubric
@@ -34,10 +35,11 @@ def students_own(account, rubric: Rubric, folder: Path) -> tuple:
 
 def run(args, ui: Terminal) -> int:
     components = args.component or None
+    # Where the workers import torch, the rubric is read without its staff tests first: enough to start their template,
+    # which then imports torch while collecting the staff tests imports it here (a second each, on two cores at once).
+    twice = any("torch" in USES.get(cid, TENSORS) for cid in components or USES)
     try:
-        # The rubric without its staff tests first: enough to start the workers' template, which then imports its
-        # libraries while collecting the staff tests imports theirs here (torch, a second each, on two cores at once).
-        outline = rubric_of(args, ui, [], calls=False)
+        outline = rubric_of(args, ui, [] if twice else components, calls=False)
         for cid in components or ():
             outline.component(cid)
         with scratch.folder("check") as copies:
@@ -48,7 +50,7 @@ def run(args, ui: Terminal) -> int:
                 ui.note(portable)
             ui.warn(isolation.tier.warning)
             with isolation, started(outline, components, submission, isolation) as template:
-                rubric = load_rubric(outline.path, components, calls=False)
+                rubric = load_rubric(outline.path, components, calls=False) if twice else outline
                 run = grade(rubric, submission, secret="local", isolation=isolation, component_ids=components, visible_only=True,
                             template=template)
     except SubmissionError as exc:  # the folder is the student's own, on their machine: say which one was looked in

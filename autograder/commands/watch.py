@@ -46,8 +46,8 @@ from . import rubric_of
 from .check import students_own, visible_cases_line
 from .grade import print_account
 
-POLL_SECONDS = 0.1
-SETTLE_SECONDS = 0.05  # a burst of writes is over once the files held still this long
+POLL_SECONDS = 0.05  # a stat of each file the submission reads: cheap, and half of it is the wait a save sees
+SETTLE_SECONDS = 0.03  # a burst of writes is over once the files held still this long
 SETTLE_MOST = 2.0  # files written without pause (a generated file) still get checked after this
 ASIDE = ("__pycache__", "__MACOSX")  # with hidden folders: never read by open_submission
 
