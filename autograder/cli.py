@@ -18,7 +18,7 @@ from .sandbox.host.tiers import ORDER
 from .terminal import SIGNALLED, STOPS, Terminal
 
 # The report flags pairs of files sharing this share of their tokens unless --similarity says otherwise: the number is
-# batch/report/similarity.py's DEFAULT_THRESHOLD (tests/test_cli.py holds them equal), written here so that
+# batch/report/similarity.py's DEFAULT_THRESHOLD (tests/test_imports.py holds them equal), written here so that
 # the parser, which every command builds, imports no batch.
 SIMILARITY_HELP = "(default: 0.8)"
 

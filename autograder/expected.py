@@ -27,7 +27,7 @@ import numpy as np
 from .judge import CaseFailed
 from .rounding import Rounded
 from .sandbox.worker import wire
-from .tensors import deferred, is_array, is_tensor
+from .tensors import deferred, is_tensor
 
 torch = deferred("torch")
 
@@ -224,7 +224,7 @@ def _exact(value, depth: int = 0):
         return [[_exact(k, depth + 1), _exact(v, depth + 1)] for k, v in value.items()]
     if type(value) in (set, frozenset):
         return sorted(str(_exact(v, depth + 1)) for v in value)
-    if is_array(value) or is_tensor(value, subclasses=True) or isinstance(value, np.generic):
+    if type(value) is np.ndarray or is_tensor(value, subclasses=True) or isinstance(value, np.generic):
         array = value.detach().cpu().numpy() if is_tensor(value, subclasses=True) else np.asarray(value)
         exact = array.dtype.kind in "biu" and array.size <= 4096
         return [str(array.dtype), list(array.shape), array.tolist() if exact else None]

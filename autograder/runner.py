@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import unittests
-from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TENSORS, TIMING, USES
+from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING, USES
 from .expected import Live, Replay
 from .forbidden import forbidden_names, importable, python_files, scan_submission, syntax_error
 from .mutants.match import Evidence, Explainer, explainable, left_to_explain
@@ -202,9 +202,8 @@ def grade(
         order.insert(timing[1] if len(timing) > 1 else len(order), None)
     # The submission's workers fork from one template (sandbox/host/template.py) that imports what the cases use
     # (cases.USES: numpy, and torch but for ngram, backprop and word2vec) and what their own requests import
-    # (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a
-    # parent-death signal follows the thread that started the process, and the lanes' threads end before grading does.
-    modules = template_modules(_modules([k for _, cases in todo for k in cases]))
+    # (cases.IMPORTS), while the grader plans (`_imported`). It starts on this thread: a parent-death signal follows
+    # the thread that started the process, and the lanes' threads end before grading does.
     own_template = template is None
     if own_template:
         template = warm_template(todo, submission, isolation.tier)
@@ -216,7 +215,7 @@ def grade(
             report.add(shares[s][0], plan,
                        _grade_share(plan, expected, secret, rubric, run.isolation["held"], floor, speed, pipeline.cancelled))
 
-    with _one_thread("torch" in modules), ThreadPoolExecutor(max_workers=2 * count + 1, thread_name_prefix="grade") as pool:
+    with _one_thread("torch" in _modules([k for _, cases in todo for k in cases])), ThreadPoolExecutor(max_workers=2 * count + 1, thread_name_prefix="grade") as pool:
         threads = [pool.submit(pipeline.start_next) for _ in range(count)] + [pool.submit(lane) for _ in range(count)]
         threads += [pool.submit(_imported, template, floor)] if template else []
         try:
@@ -481,7 +480,7 @@ def _imports(cases: list[Case]) -> tuple[str, ...]:
 
 def _modules(cases: list[Case]) -> tuple[str, ...]:
     """What the workers of these cases import before student code: the libraries the cases use, and their own imports."""
-    return tuple(dict.fromkeys(m for c in cases for m in USES.get(c.component, TENSORS))) + _imports(cases)
+    return tuple(dict.fromkeys(m for c in cases for m in USES[c.component])) + _imports(cases)
 
 
 def _grade_share(plan: _Plan, expected, secret: str, rubric: Rubric, held: dict, floor: Floor, speed: Speed,

@@ -10,16 +10,18 @@ import pkgutil
 from collections.abc import Callable
 from pathlib import Path
 
+from ..sandbox.host.process import PRELOAD
+
 CHECKS: dict[str, Callable] = {}
 TIMING: set[str] = set()  # checks that time the student (timing.py), which the policy may skip without a GPU
 SUBJECTS: dict[str, str] = {}  # check -> the part of the student's code it grades ("FeedForward")
 BUILDS_ON: dict[str, tuple[str, ...]] = {}  # check -> the checks of the parts its cases run too
 DATA: dict[str, tuple[Path, ...]] = {}  # check -> the files it reads (a rubric citing it is refused without them)
 IMPORTS: dict[str, tuple[str, ...]] = {}  # check -> slow imports its own requests cause, done before its component starts
-# component -> the libraries its cases (and staff tests) build values of: numpy and torch, unless its module's USES says
-# less (ngram's cases send lists, strings and a numpy generator): its workers, and the grader, then never import torch.
+# component -> the libraries its cases (and staff tests) build values of: what every worker preloads (numpy and torch),
+# unless its module's USES says less (ngram's cases send lists, strings and a numpy generator): its workers, and the
+# grader, then never import torch.
 USES: dict[str, tuple[str, ...]] = {}
-TENSORS = ("numpy", "torch")
 FILES: dict[str, str] = {}  # component -> the student API's file that holds it: each component's case module says (FILE)
 
 
@@ -53,4 +55,4 @@ for _module in pkgutil.iter_modules(__path__):
     _loaded = importlib.import_module(f"{__name__}.{_module.name}")
     if hasattr(_loaded, "FILE"):
         FILES[_module.name] = _loaded.FILE
-        USES[_module.name] = getattr(_loaded, "USES", TENSORS)
+        USES[_module.name] = getattr(_loaded, "USES", PRELOAD)
