@@ -355,10 +355,9 @@ class Many(Spec):
         if self.length is not None and len(got) != self.length:
             return self._said(self.kind(), described(got))
         for i, value in enumerate(got):
-            which = f"an item of {self.name}" if self.container == "set" else f"{self.name}[{i}]"
-            said = replace(self.item, name=which).fault(value)
-            if said:
-                return said
+            if self.item.fault(value):  # said under the item's own name: named only once wrong (thousands are right)
+                which = f"an item of {self.name}" if self.container == "set" else f"{self.name}[{i}]"
+                return replace(self.item, name=which).fault(value)
         return None
 
     def _general(self, got) -> str | None:
@@ -911,8 +910,13 @@ class Boundary:
 
     def __call__(self, fn: Expr, args: list | None, kwargs: dict | None, result) -> None:
         """`fn` called with `args` and `kwargs` returned `result`; args None: `fn` is an attribute, fetched."""
+        self.each(fn, args, kwargs, [result])
+
+    def each(self, fn: Expr, args: list | None, kwargs: dict | None, results: list) -> None:
+        """The same call made once per result (a map of thousands of draws): its declaration is read once."""
         if args is None:
-            self._fetched(fn, result)
+            for result in results:
+                self._fetched(fn, result)
             return
         args, kwargs = [self._known(a) for a in args], {k: self._known(v) for k, v in kwargs.items()}
         if isinstance(fn.base, str):
@@ -920,7 +924,8 @@ class Boundary:
                 return
             key = (fn.base, fn.attrs[0])
             if key in CLASSES:
-                self._constructed(key, args, kwargs, result)
+                for result in results:
+                    self._constructed(key, args, kwargs, result)
                 return
             declared, name, first = FUNCTIONS.get(key), fn.attrs[0], ()
         else:
@@ -938,9 +943,10 @@ class Boundary:
             bound = _signature(declared).bind(*first, *args, **kwargs)
         except TypeError:  # a call its declaration does not know (the grader's own, then): nothing to say about it
             return
-        fault = declared(*bound.args, **bound.kwargs).fault(result)
-        if fault:
-            raise Malformed(f"{name}: {fault}.")
+        spec = declared(*bound.args, **bound.kwargs)
+        for result in results:
+            if fault := spec.fault(result):
+                raise Malformed(f"{name}: {fault}.")
 
     def _fetched(self, attribute: Expr, result) -> None:
         made = self.made.get(attribute.base.id) if isinstance(attribute.base, Handle) else None

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import unittests
-from .cases import BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING, USES
+from .cases import APART, BUILDS_ON, CHECKS, IMPORTS, SUBJECTS, TIMING, USES
 from .expected import Live, Replay
 from .forbidden import forbidden_names, importable, python_files, scan_submission, syntax_error
 from .mutants.match import Evidence, Explainer, explainable, left_to_explain
@@ -189,11 +189,11 @@ def grade(
     report = _InOrder(run, on_result, [sum(i == j for j, _ in shares) for i in range(len(todo))],
                       lambda plan, results: _judged(plan, results, submission.caveats.get(plan.component.file), explainer))
     count = max(1, min(lanes or usable_cores(), LANES, len(shares)))
-    # Shares with imports of their own first (they hold the heaviest cases), then the costliest of the others, then the
-    # rubric's order (the first parts of a course are the cheapest), so that the lanes end close together.
+    # Shares set apart (they hold the heaviest cases) first, then the costliest of the others, then the rubric's order
+    # (the first parts of a course are the cheapest), so that the lanes end close together.
     # The reference's worker, which every timing case uses, starts in turn just before the second share that times:
     # the first one's timing cases come last in it.
-    own = [s for s, (_, part) in enumerate(shares) if _imports(part)]
+    own = [s for s, (_, part) in enumerate(shares) if part and _apart(part[0]) != _REST]
     rest = [s for s in range(len(shares)) if s not in own]
     costliest = max(rest, key=lambda s: sum(k.timeout for k in shares[s][1]), default=None)
     order = own + [s for s in rest if s == costliest] + [s for s in rest if s != costliest]
@@ -207,8 +207,9 @@ def grade(
     own_template = template is None
     if own_template:
         template = warm_template(todo, submission, isolation.tier)
+    scans = _Scans(submission.dir)
     pipeline = _Pipeline(order, floor, isolation.tier, reference,
-                         lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template))
+                         lambda s, tier: _plan(todo[shares[s][0]][0], shares[s][1], submission, rubric, tier, template, scans))
 
     def lane() -> None:
         for s, plan in pipeline.shares():
@@ -395,12 +396,26 @@ class _Plan:
     named: list = field(default_factory=list)  # forbidden names in the component's files, run or not
 
 
+class _Scans:
+    """What scan_submission found in each file of a submission (with what it imports), each scanned once per grade:
+    every component's plan scans every file, and the lanes plan at once."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.found, self.lock = folder, {}, threading.Lock()
+
+    def __call__(self, file: str) -> list[str]:
+        with self.lock:
+            if file not in self.found:
+                self.found[file] = scan_submission(self.folder, file)
+            return self.found[file]
+
+
 def _plan(component: Component, cases: list[Case], submission: Submission, rubric: Rubric, tier: Tier,
-          template: Template | None) -> _Plan:
+          template: Template | None, scans: _Scans) -> _Plan:
     if component.file not in submission.files:
         message = submission.problems.get(component.file, f"Not submitted: {component.file} was not found in the submission.")
         return _Plan(component, cases, tier, early=Outcome("not_submitted", message))
-    tampering = scan_submission(submission.dir, component.file)
+    tampering = scans(component.file)
     if tampering:
         message = f"{component.file} (with the files it imports) was refused before any of it ran: " + "; ".join(tampering) + "."
         return _Plan(component, cases, tier, early=Outcome("refused", message))
@@ -409,7 +424,7 @@ def _plan(component: Component, cases: list[Case], submission: Submission, rubri
         return _Plan(component, cases, tier, early=StudentRaised("SyntaxError", str(broken), []).outcome())
     named = forbidden_names(submission.dir, component.file, component.forbidden)
     # Every file of the submission is scanned; the worker can import only those that passed (with what they import).
-    passed = [f for f in python_files(submission.dir) if f == component.file or not scan_submission(submission.dir, f)]
+    passed = [f for f in python_files(submission.dir) if f == component.file or not scans(f)]
     slot = Slot(importable(submission.dir, passed), component.forbidden, _limits(cases, rubric), tier,
                 _modules(cases), template)
     return _Plan(component, cases, tier, slot, named=named)
@@ -464,14 +479,24 @@ def _start_quietly(slot: Slot) -> None:
 
 
 def _shares(cases: list[Case]) -> list[list[Case]]:
-    """A component's cases by the imports they need of their own (cases.IMPORTS), each group in a worker of its own:
-    the first holds the cases that need none. A component without cases is one empty share. Within a share the
-    visible cases run first, so that nothing a student's module keeps from a hidden case's inputs can show in what a
-    visible case shows (the results still come in the rubric's order: _InOrder)."""
-    groups: dict[tuple, list[Case]] = {(): []}
+    """A component's cases in groups, each graded in a worker of its own: the cases that need imports of their own
+    (cases.IMPORTS) by those imports, the cases of checks that run long (cases.APART) together, and the first group
+    the rest, so that a lane grades the long cases while the other grades the rest of the component. A component
+    without cases is one empty share. Within a share the visible cases run first, so that nothing a student's module
+    keeps from a hidden case's inputs can show in what a visible case shows (the results still come in the rubric's
+    order: _InOrder)."""
+    groups: dict[tuple, list[Case]] = {_REST: []}
     for case in sorted(cases, key=lambda case: not case.visible):
-        groups.setdefault(IMPORTS.get(case.check, ()), []).append(case)
-    return [part for key, part in groups.items() if part or not key]
+        groups.setdefault(_apart(case), []).append(case)
+    return [part for key, part in groups.items() if part or key == _REST]
+
+
+_REST = ((), False)  # the key of a component's first share: no imports of its own, nothing long
+
+
+def _apart(case: Case) -> tuple[tuple[str, ...], bool]:
+    """What sets a case's share apart from its component's first: its own imports, and whether it runs long."""
+    return IMPORTS.get(case.check, ()), case.check in APART
 
 
 def _imports(cases: list[Case]) -> tuple[str, ...]:

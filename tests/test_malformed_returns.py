@@ -142,6 +142,17 @@ def test_a_hidden_input_never_shows_in_what_is_said():
     assert issubclass(Malformed, CaseFailed) and Malformed.kind == "wrong"
 
 
+def test_each_result_of_a_call_made_many_times_is_checked():
+    """A map of one call object ([call] * draws: the sampling check's) reads the call's declaration once, and still
+    checks every result: the draw that went wrong is named, however many came right before it."""
+    boundary, lm = Boundary(), Remote(None, Expr(Handle(2, "NGramLM")))
+    boundary(Expr("ngram", ("NGramLM",)), [2], {}, lm)
+    sample = Expr(Handle(2, "NGramLM"), ("sample",))
+    boundary.each(sample, [np.random.default_rng(0)], {"max_len": 6}, [["a", "b"]] * 3000)
+    with pytest.raises(Malformed, match=r"NGramLM.sample: .*\[1\].*int"):
+        boundary.each(sample, [np.random.default_rng(0)], {"max_len": 6}, [["a", "b"]] * 2998 + [["a", 3], ["b"]])
+
+
 # ---- graded: one submission holds a malformed return in each component --------------------------------------------
 
 

@@ -8,10 +8,12 @@ import pytest
 from conftest import SOLUTIONS, grade_folder, solutions_with
 
 from autograder.outcome import Outcome
+from autograder import runner
 from autograder.cases import BUILDS_ON, TIMING
 from autograder.runner import CaseResult, Floor, GradeRun, _InOrder, _judged, _Plan, _shares, merged
-from autograder.sandbox.host.process import Deadline, Forbidden, Limits, StudentRaised
-from autograder.sandbox.host.proxy import Slot
+from autograder.sandbox.host.process import BadReply, Deadline, Forbidden, Limits, StudentRaised
+from autograder.sandbox.host.proxy import Proxy, Remote, Slot
+from autograder.sandbox.worker.wire import Expr
 from autograder.sandbox.host.tiers import Tier
 
 
@@ -30,9 +32,10 @@ class FakeSlot:
         self.log.append(f"resume {self.name}")
 
 
-def test_a_components_cases_that_need_imports_of_their_own_are_a_share_apart_each_visible_first(rubric):
+def test_a_components_cases_that_need_imports_of_their_own_or_run_long_are_a_share_apart_each_visible_first(rubric):
     """Each share runs its visible cases before its hidden ones (in the rubric's order within each), so that no hidden
-    input can reach what a visible case shows (test_security_data.py grades it with two secrets)."""
+    input can reach what a visible case shows (test_security_data.py grades it with two secrets). ngram's sampling
+    cases (thousands of draws) run beside the rest of ngram, on the other lane."""
     def visible_first(cases):
         return [c for c in cases if c.visible] + [c for c in cases if not c.visible]
 
@@ -40,7 +43,10 @@ def test_a_components_cases_that_need_imports_of_their_own_are_a_share_apart_eac
     rest, training = _shares(transformer)
     assert [c.check for c in training] == ["transformer.training"] * 2
     assert rest == visible_first([c for c in transformer if c.check != "transformer.training"]) != [c for c in transformer if c in rest]
-    assert _shares(rubric.component("ngram").cases) == [visible_first(rubric.component("ngram").cases)]
+    ngram = rubric.component("ngram").cases
+    assert _shares(ngram) == [visible_first([c for c in ngram if c.check != "ngram.sampling"]),
+                              visible_first([c for c in ngram if c.check == "ngram.sampling"])]
+    assert _shares(rubric.component("rnn").cases) == [visible_first(rubric.component("rnn").cases)]
     assert _shares([]) == [[]]
 
 
@@ -174,8 +180,42 @@ def test_map_calls_once_per_argument_list_in_one_request():
         assert proxy.map(proxy.builtins.round, [([2.567, 2], {}), ([2.567], {"ndigits": 1})]) == [2.57, 2.6]
         with pytest.raises(StudentRaised, match="math domain error"):
             proxy.map(proxy.math.sqrt, [([4.0], {}), ([-1.0], {})])
+        draws = proxy.map(proxy.random.random, [([], {})] * 500)  # one call object, sent once with its count
+        assert len(draws) == len(set(draws)) == 500
     finally:
         slot.stop()
+
+
+@pytest.mark.slow
+def test_a_grade_scans_each_file_once_whatever_its_shares(quick_rubric, tmp_path, monkeypatch):
+    """Every component's plan reads the scan of every file (a helper it may import), and ngram's two shares are
+    planned at once: each file is scanned once all the same, and ngram's shares still both run."""
+    scanned = []
+    scan = runner.scan_submission
+    monkeypatch.setattr(runner, "scan_submission", lambda folder, file: scanned.append(file) or scan(folder, file))
+    run = grade_folder(quick_rubric, SOLUTIONS, tmp_path, component_ids=["ngram", "backprop"], visible_only=True)
+    assert sorted(scanned) == sorted(set(scanned)) and {"ngram.py", "backprop.py"} <= set(scanned)
+    assert all(r.passed for r in run.results) and "ngram.sampling" in {r.case.check for r in run.results}
+
+
+class ShortReplies:
+    """A worker that answers every request with two values, however many calls it was sent."""
+
+    staff = False
+
+    def exchange(self, header, blobs, deadline):
+        return {"value": [1, 2], "violations": []}, []
+
+    def stop(self):
+        self.stopped = True
+
+
+def test_a_map_answered_with_too_few_results_is_a_bad_reply():
+    worker = ShortReplies()
+    proxy = Proxy(worker, Deadline.after(60))
+    with pytest.raises(BadReply, match="3 results expected"):
+        proxy.map(Remote(proxy, Expr("ngram", ("f",))), [([1], {})] * 3)
+    assert worker.stopped
 
 
 def test_graders_sharing_a_machine_lock_wait_for_each_others_timing_cases(tmp_path):

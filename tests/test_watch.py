@@ -88,6 +88,20 @@ def test_a_burst_that_puts_the_file_back_is_no_run(tmp_path):
         watcher.wait()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's; elsewhere the folder is polled")
+def test_a_save_wakes_the_watcher_at_once_on_linux(tmp_path):
+    """inotify says when to look: a save in a subfolder ends a pause of 30 s (the next look, without it, would be
+    at the next poll), and the look finds what changed."""
+    code = tmp_path / "sub" / "ngram.py"
+    code.parent.mkdir()
+    save(code, "one", 1_000_000_000)
+    with Watcher(tmp_path) as watcher:
+        assert watcher.events is not None and watcher.events.pause(0.05) is False  # nothing written yet
+        threading.Timer(0.2, save, (code, "two", 2_000_000_000)).start()
+        assert watcher.events.pause(30) is True
+        assert watcher.wait() == {"sub/ngram.py": "changed"}
+
+
 def test_changes_say_how():
     before = {"a.py": (1, 1, 1), "b.py": (1, 1, 2)}
     after = {"a.py": (2, 1, 1), "c.py": (1, 1, 3)}

@@ -18,6 +18,7 @@ SUBJECTS: dict[str, str] = {}  # check -> the part of the student's code it grad
 BUILDS_ON: dict[str, tuple[str, ...]] = {}  # check -> the checks of the parts its cases run too
 DATA: dict[str, tuple[Path, ...]] = {}  # check -> the files it reads (a rubric citing it is refused without them)
 IMPORTS: dict[str, tuple[str, ...]] = {}  # check -> slow imports its own requests cause, done before its component starts
+APART: set[str] = set()  # checks whose cases run long in the student's code: graded in a worker of their own (runner._shares)
 # component -> the libraries its cases (and staff tests) build values of: what every worker preloads (numpy and torch),
 # unless its module's USES says less (ngram's cases send lists, strings and a numpy generator): its workers, and the
 # grader, then never import torch.
@@ -26,7 +27,7 @@ FILES: dict[str, str] = {}  # component -> the student API's file that holds it:
 
 
 def check(check_id: str, timing: bool = False, subject: str | None = None, builds_on: tuple[str, ...] = (),
-          data: tuple[Path, ...] = (), imports: tuple[str, ...] = ()):
+          data: tuple[Path, ...] = (), imports: tuple[str, ...] = (), apart: bool = False):
     """Register a check. A failed case of a check that `builds_on` others first names the failing cases of
     those (runner.py), so a student sees the cause before its consequences."""
     def register(fn: Callable) -> Callable:
@@ -43,6 +44,8 @@ def check(check_id: str, timing: bool = False, subject: str | None = None, build
             DATA[check_id] = data
         if imports:
             IMPORTS[check_id] = imports
+        if apart:
+            APART.add(check_id)
         return fn
 
     return register

@@ -213,7 +213,7 @@ def close_or_zero(t, got, want, what: str, labels: list[str], hints: dict) -> No
         raise
 
 
-@check("ngram.sampling")
+@check("ngram.sampling", apart=True)  # thousands of draws through the student's sample: 0.2 s and more
 def sampling(t, n: int, draws: int = 3000, max_len: int = 6):
     """Chi-square test of every sampled transition against the reference probabilities."""
     corpus = random_corpus(t.rng, sentences=25, max_len=5)

@@ -7,10 +7,11 @@ once, on this, the main thread (a sandboxed process dies with the thread that st
 gone; each run forks fresh workers, in a fresh copy of the submission, so its cases, isolation and feedback are
 `check`'s. In the portable tier nothing forks: each run spawns its workers as `check` does.
 
-Saves are seen by polling (no dependency, any OS) what open_submission reads: the code files and notebooks of the
-folder (or the one file given), hidden folders, __pycache__ and Python environments left out. An editor writes a
-save in a burst (truncate then write, or a temporary file then a rename), so a change is run once the files have
-held still for SETTLE_SECONDS. A change in a requested component's own file (or its notebook) checks the requested
+Saves are seen by comparing snapshots of what open_submission reads: the code files and notebooks of the folder (or
+the one file given), hidden folders, __pycache__ and Python environments left out. On Linux, inotify (through libc:
+no dependency) says when to look, at once; elsewhere the folder is polled. An editor writes a save in a burst
+(truncate then write, or a temporary file then a rename), so a change is run once the files have held still, with
+no event, for SETTLE_SECONDS. A change in a requested component's own file (or its notebook) checks the requested
 components of that file; a change in any other file (a helper module, another component's file) may reach any of
 them through an import, so it checks them all.
 
@@ -19,8 +20,11 @@ template closed, scratch folders removed, and cli.main's exit status 130 (143, 1
 """
 from __future__ import annotations
 
+import ctypes
 import os
+import select
 import stat
+import sys
 import time
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -47,6 +51,7 @@ from .check import students_own, visible_cases_line
 from .grade import print_account
 
 POLL_SECONDS = 0.05  # a stat of each file the submission reads: cheap, and half of it is the wait a save sees
+EVENTS_POLL_SECONDS = 1.0  # with inotify, a look this often all the same: a folder made since the last look is not watched
 SETTLE_SECONDS = 0.03  # a burst of writes is over once the files held still this long
 SETTLE_MOST = 2.0  # files written without pause (a generated file) still get checked after this
 ASIDE = ("__pycache__", "__MACOSX")  # with hidden folders: never read by open_submission
@@ -54,16 +59,21 @@ ASIDE = ("__pycache__", "__MACOSX")  # with hidden folders: never read by open_s
 Stamp = tuple[int, int, int]  # mtime in ns, size, inode: a save changes one (an editor's rename-save the inode)
 
 
-def snapshot(path: Path) -> dict[str, Stamp]:
+def snapshot(path: Path, seen: list[Path] | None = None) -> dict[str, Stamp]:
     """What a save changes of each file open_submission reads at `path`, by its path inside it (a .zip, .py or
-    .ipynb given: that file). Links are stamped, not followed, as open_submission reads them."""
+    .ipynb given: that file). Links are stamped, not followed, as open_submission reads them. The folders looked
+    in are added to `seen`."""
     if not path.is_dir():
         stamp = _stamp(path)
+        if seen is not None:
+            seen.append(path.parent)
         return {path.name: stamp} if stamp else {}
     found: dict[str, Stamp] = {}
     folders = [(path, "")]
     while folders:
         folder, rel = folders.pop()
+        if seen is not None:
+            seen.append(folder)
         try:
             entries = list(os.scandir(folder))
         except OSError:  # removed or unreadable since it was listed: what open_submission will say, if anything
@@ -111,27 +121,84 @@ def selected(changed: Iterable[str], components: list[Component]) -> list[Compon
     return [c for c in components if c.file in files]
 
 
-class Watcher:
-    """Waits for saves at `path`. `sleep` is time.sleep but in tests."""
+class Inotify:
+    """Linux's inotify, through libc: `pause` returns at the first change in the folders watched. `opened` is None
+    where the OS has none (macOS, Windows) or refuses one (its limit of instances reached)."""
 
-    def __init__(self, path: Path, sleep: Callable[[float], None] = time.sleep):
-        self.path, self.sleep = path, sleep
-        self.seen = snapshot(path)
+    # IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
+    MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+
+    def __init__(self, libc, fd: int):
+        self.libc, self.fd = libc, fd
+
+    @classmethod
+    def opened(cls) -> Inotify | None:
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)  # IN_NONBLOCK, IN_CLOEXEC: the same bits
+        except (OSError, AttributeError):
+            return None
+        return cls(libc, fd) if fd >= 0 else None
+
+    def watch(self, folders: list[Path]) -> None:
+        """Watch these folders too (one watched already keeps its watch; one gone since the snapshot is left out)."""
+        for folder in folders:
+            self.libc.inotify_add_watch(self.fd, os.fsencode(folder), self.MASK)
+
+    def pause(self, seconds: float) -> bool:
+        """Wait up to `seconds`, less at the first event: whether one came (all that came are read)."""
+        if not select.select([self.fd], [], [], seconds)[0]:
+            return False
+        try:
+            while os.read(self.fd, 1 << 16):
+                pass
+        except BlockingIOError:
+            pass
+        return True
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Watcher:
+    """Waits for saves at `path`: woken by inotify where there is one, else by polling. `pause` (time.sleep's
+    signature; true when woken by an event) is for tests."""
+
+    def __init__(self, path: Path, pause: Callable[[float], bool | None] | None = None):
+        self.path, self.events = path, None if pause else Inotify.opened()
+        self.pause = pause or (self.events.pause if self.events else time.sleep)
+        self.poll = EVENTS_POLL_SECONDS if self.events else POLL_SECONDS
+        self.seen = self._snapshot()
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.events:
+            self.events.close()
+
+    def _snapshot(self) -> dict[str, Stamp]:
+        folders: list[Path] = []
+        now = snapshot(self.path, folders)
+        if self.events:
+            self.events.watch(folders)
+        return now
 
     def wait(self) -> dict[str, str]:
         """Block until some files changed and then held still: what changed since the last call (or since the start).
         A file written while a run reads it or after is seen by the next call, against what the run was told."""
         while True:
-            self.sleep(POLL_SECONDS)
-            now = snapshot(self.path)
+            self.pause(self.poll)
+            now = self._snapshot()
             if now == self.seen:
                 continue
-            settling = 0.0
-            while settling < SETTLE_MOST:
-                self.sleep(SETTLE_SECONDS)
-                settling += SETTLE_SECONDS
-                later = snapshot(self.path)
-                if later == now:
+            most = time.monotonic() + SETTLE_MOST
+            while time.monotonic() < most:
+                woken = self.pause(SETTLE_SECONDS)
+                later = self._snapshot()
+                if later == now and not woken:
                     break
                 now = later
             said, self.seen = changes(self.seen, now), now
@@ -193,8 +260,7 @@ def run(args, ui: Terminal) -> int:
     if portable:
         ui.note(portable)
     ui.warn(isolation.tier.warning)
-    watcher = Watcher(folder)
-    with isolation, _Warm(rubric, isolation.tier, components) as warm:
+    with Watcher(folder) as watcher, isolation, _Warm(rubric, isolation.tier, components) as warm:
         runs = _Runs(rubric, folder, isolation, warm, ui)
         runs.check(f"checking {', '.join(c.id for c in components)}", components)
         while True:

@@ -29,6 +29,7 @@ submission spells it.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import unicodedata
 import zipfile
@@ -74,6 +75,7 @@ class Submission:
     caveats: dict[str, str] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=16)  # `check --watch` opens the same files at every save: the unchanged ones parsed once
 def untouched_starter(code: bytes | str) -> bool:
     """Whether `code` is starter code nobody worked on: it defines functions, and each only raises
     NotImplementedError (after its docstring, and in __init__ a super().__init__() call)."""

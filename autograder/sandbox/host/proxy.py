@@ -8,10 +8,11 @@ else stays in the worker behind a `Remote` handle.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
-from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from ...outcome import Ended, GraderFailed
 from . import reaper
@@ -162,7 +163,9 @@ class Slot:
 # Checks what a call returned before any check sees it (returns.Boundary): (the function, its arguments, its kwargs, the
 # result), or (an attribute, None, None, its value) for an attribute fetched; it raises the case's end when the value is
 # not what the student API declares.
-Validator = Callable[[wire.Expr, list | None, dict | None, object], None]
+class Validator(Protocol):
+    def each(self, fn: wire.Expr, args: list | None, kwargs: dict | None, results: list) -> None:
+        """`fn` called with `args` and `kwargs` returned each of `results` (args None: an attribute, fetched)."""
 
 
 class Proxy:
@@ -197,10 +200,17 @@ class Proxy:
     def map(self, fn: Remote, calls: list[tuple[list, dict]]) -> list:
         """fn on each (args, kwargs) in one request, the results as `call` would return each: a check that draws
         thousands of samples pays one round trip, not thousands."""
-        results = self._request("map", [fn._expr, [[list(args), kwargs] for args, kwargs in calls]], False)
-        if self._validator:
-            for (args, kwargs), result in zip(calls, results):
-                self._validate(fn._expr, list(args), kwargs, result)
+        runs = [list(run) for _, run in itertools.groupby(calls, key=id)]  # one call object repeated ([call] * draws): sent once
+        results = self._request("map", [fn._expr, [[list(run[0][0]), run[0][1], len(run)] for run in runs]], False)
+        if type(results) is not list or len(results) != len(calls):
+            self._slot.stop()
+            raise BadReply(f"the worker sent a malformed reply ({len(calls)} results expected)")
+        if self._validator:  # each call object once, with all that it returned
+            done = 0
+            for run in runs:
+                args, kwargs = run[0]
+                self._validate(fn._expr, list(args), kwargs, *results[done:done + len(run)])
+                done += len(run)
         return results
 
     def value(self, obj: Remote):
@@ -217,11 +227,11 @@ class Proxy:
             self._placed[_handle(placed)] = value
         return placed
 
-    def _validate(self, fn: wire.Expr, args: list | None, kwargs: dict | None, result) -> None:
+    def _validate(self, fn: wire.Expr, args: list | None, kwargs: dict | None, *results) -> None:
         known = lambda v: self._placed.get(_handle(v), v)  # noqa: E731
         if args is not None:
             args, kwargs = [known(a) for a in args], {k: known(v) for k, v in kwargs.items()}
-        self._validator(fn, args, kwargs, result)
+        self._validator.each(fn, args, kwargs, list(results))
 
     def repeat(self, fn: Remote, calls: list[list], backward: bool = False) -> dict:
         """Timing: fn on each argument list, outputs reduced to checksums in the worker: {"checksums", "peak_bytes"}."""

@@ -241,7 +241,7 @@ def serve(request: dict, blobs: list[bytes], objects: Objects) -> tuple[dict, li
         result = fn(*args, **kwargs)
     elif op == "map":
         fn, calls = args
-        result = [fn(*call_args, **call_kwargs) for call_args, call_kwargs in calls]
+        result = [fn(*call_args, **call_kwargs) for call_args, call_kwargs, times in calls for _ in range(times)]
     elif op in ("get", "put"):
         (result,) = args
     elif op == "repeat":
