@@ -160,12 +160,13 @@ class Slot:
                     os.kill(pid, signal.SIGCONT)
 
 
-# Checks what a call returned before any check sees it (returns.Boundary): (the function, its arguments, its kwargs, the
-# result), or (an attribute, None, None, its value) for an attribute fetched; it raises the case's end when the value is
-# not what the student API declares.
 class Validator(Protocol):
+    """Checks what a call returned before any check sees it (returns.Boundary), and raises the case's end when a value
+    is not what the student API declares."""
+
     def each(self, fn: wire.Expr, args: list | None, kwargs: dict | None, results: list) -> None:
-        """`fn` called with `args` and `kwargs` returned each of `results` (args None: an attribute, fetched)."""
+        """`fn` called with `args` and `kwargs` returned each of `results` (one call made as many times as there are
+        results); args and kwargs None: `fn` is an attribute, fetched, and `results` its value."""
 
 
 class Proxy:
