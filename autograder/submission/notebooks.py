@@ -5,7 +5,6 @@ cells as this module does.
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 import tokenize
@@ -23,7 +22,6 @@ class NotebookError(Exception):
     """A notebook cannot stand for its component file; the message names it and says why."""
 
 
-@functools.lru_cache(maxsize=16)  # `check --watch` opens the same notebooks at every save: the unchanged ones read once
 def notebook_code(data: bytes, name: str) -> str:
     """The module that notebook `name` stands for: its code cells in order, each under a `# cell N` line,
     less the cells tagged CHECK_TAG, cell magics, and lines IPython runs as magics or shell commands (blanked,
