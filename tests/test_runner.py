@@ -7,7 +7,7 @@ import time
 import pytest
 from conftest import SOLUTIONS, grade_folder, solutions_with
 
-from autograder.outcome import Outcome
+from autograder.outcome import GraderFailed, Outcome
 from autograder import runner
 from autograder.cases import BUILDS_ON, TIMING
 from autograder.runner import CaseResult, Floor, GradeRun, _InOrder, _judged, _Plan, _shares, merged
@@ -210,12 +210,15 @@ class ShortReplies:
         self.stopped = True
 
 
-def test_a_map_answered_with_too_few_results_is_a_bad_reply():
+def test_a_map_answered_with_too_few_results_is_a_bad_reply_blamed_on_whose_worker_sent_it():
     worker = ShortReplies()
     proxy = Proxy(worker, Deadline.after(60))
     with pytest.raises(BadReply, match="3 results expected"):
         proxy.map(Remote(proxy, Expr("ngram", ("f",))), [([1], {})] * 3)
     assert worker.stopped
+    worker.staff = True  # the reference's worker: the grader's failure, not the student's
+    with pytest.raises(GraderFailed, match="3 results expected"):
+        proxy.map(Remote(proxy, Expr("ngram", ("f",))), [([1], {})] * 3)
 
 
 def test_graders_sharing_a_machine_lock_wait_for_each_others_timing_cases(tmp_path):

@@ -202,10 +202,7 @@ class Proxy:
         """fn on each (args, kwargs) in one request, the results as `call` would return each: a check that draws
         thousands of samples pays one round trip, not thousands."""
         runs = [list(run) for _, run in itertools.groupby(calls, key=id)]  # one call object repeated ([call] * draws): sent once
-        results = self._request("map", [fn._expr, [[list(run[0][0]), run[0][1], len(run)] for run in runs]], False)
-        if type(results) is not list or len(results) != len(calls):
-            self._slot.stop()
-            raise BadReply(f"the worker sent a malformed reply ({len(calls)} results expected)")
+        results = self._request("map", [fn._expr, [[list(run[0][0]), run[0][1], len(run)] for run in runs]], False, len(calls))
         if self._validator:  # each call object once, with all that it returned
             done = 0
             for run in runs:
@@ -262,9 +259,10 @@ class Proxy:
         """Record what student code passes to the function at `dotted`; read it back from `.calls`."""
         return self.put(wire.Make("spy", dotted))
 
-    def _request(self, op: str, args: list, keep: bool):
+    def _request(self, op: str, args: list, keep: bool, results: int | None = None):
+        """`results`: the number of values a list reply must hold (a map's, one per call)."""
         try:
-            result = self._answer(op, args, keep)
+            result = self._answer(op, args, keep, results)
         except (CallTimeout, GraderFailed):  # a timeout is the case's, whoever's call ran out its time
             raise
         except Ended as exc:
@@ -275,13 +273,16 @@ class Proxy:
             return Remote(self, wire.Expr(result))
         return result
 
-    def _answer(self, op: str, args: list, keep: bool):
+    def _answer(self, op: str, args: list, keep: bool, results: int | None):
         blobs: list[bytes] = []
         header = {"op": op, "args": wire.encode(_exprs(args), blobs), "keep": keep, "first": self._first}
         self._first = False
         reply, reply_blobs = self._slot.exchange(header, blobs, self.deadline)
         try:
-            return self._unpack(reply, reply_blobs)
+            value = self._unpack(reply, reply_blobs)
+            if results is not None and (type(value) is not list or len(value) != results):
+                raise BadReply(f"the worker sent a malformed reply ({results} results expected)")
+            return value
         except WorkerFailure:  # a reply that cannot be believed: the worker is out of step, replace it
             self._slot.stop()
             raise
